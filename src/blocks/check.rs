@@ -1,0 +1,291 @@
+//! The engine that checks a block against its catalogue row. It walks the row's field
+//! kinds; the few rules that span fields are small functions named in the row (`extra`).
+
+use serde_json::{Map, Value};
+
+use super::catalogue::{BlockSpec, Field, Kind, MAX_STR, MAX_TEXT};
+use super::error::{index, join};
+use super::numbers::{MAX_SAFE_INT, is_decimal_string};
+
+/// A cross-field rule: gets the block object and the block's path.
+pub type Extra = fn(&Map<String, Value>, &str) -> Result<(), Failure>;
+
+/// An error before it is attributed to a block: a path and a message.
+#[derive(Debug)]
+pub struct Failure {
+    pub path: String,
+    pub message: String,
+}
+
+fn fail<T>(path: &str, message: impl Into<String>) -> Result<T, Failure> {
+    Err(Failure { path: path.to_owned(), message: message.into() })
+}
+
+/// Checks the block object `block` (at `path`) against `spec`.
+pub fn check_block(spec: &BlockSpec, block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
+    check_fields(spec.fields, spec.strict, block, path, &["type", "v"])?;
+    match spec.extra {
+        Some(extra) => extra(block, path),
+        None => Ok(()),
+    }
+}
+
+fn check_fields(fields: &[Field], strict: bool, obj: &Map<String, Value>, path: &str, always_allowed: &[&str]) -> Result<(), Failure> {
+    for field in fields {
+        match obj.get(field.name) {
+            None | Some(Value::Null) if field.required => {
+                return fail(path, format!("missing required field \"{}\"", field.name));
+            }
+            None | Some(Value::Null) => {}
+            Some(value) => check_kind(&field.kind, value, &join(path, field.name))?,
+        }
+    }
+    if strict {
+        if let Some(unknown) = obj.keys().find(|k| !always_allowed.contains(&k.as_str()) && !fields.iter().any(|f| f.name == k.as_str())) {
+            let allowed: Vec<&str> = fields.iter().map(|f| f.name).collect();
+            return fail(path, format!("unknown field \"{}\" (allowed: {})", cut(unknown, 40), allowed.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+fn check_kind(kind: &Kind, value: &Value, path: &str) -> Result<(), Failure> {
+    match kind {
+        Kind::Str => {
+            let s = string(value, path, "a non-empty string")?;
+            if s.trim().is_empty() {
+                return fail(path, "must be a non-empty string");
+            }
+            max_chars(s, MAX_STR, path)
+        }
+        Kind::Text => max_chars(string(value, path, "a string")?, MAX_TEXT, path),
+        Kind::Line(max) => {
+            let s = string(value, path, "a string")?;
+            let n = s.chars().count();
+            if n == 0 || n > *max || s.contains(['\n', '\r']) {
+                return fail(path, format!("must be one line of 1-{max} characters"));
+            }
+            Ok(())
+        }
+        Kind::Num => match value {
+            Value::Number(n) if n.is_i64() || n.is_u64() => safe_int(value, path),
+            Value::Number(_) => fail(path, "must be an integer or a decimal string (floats are canonicalized first)"),
+            Value::String(s) if is_decimal_string(s) => Ok(()),
+            _ => fail(path, format!("must be a number: an integer or a decimal string like \"62.99\" (got {})", describe(value))),
+        },
+        Kind::Int => match value {
+            Value::Number(n) if n.is_i64() || n.is_u64() => safe_int(value, path),
+            _ => fail(path, format!("must be an integer (got {})", describe(value))),
+        },
+        Kind::Bool => match value {
+            Value::Bool(_) => Ok(()),
+            _ => fail(path, format!("must be true or false (got {})", describe(value))),
+        },
+        Kind::Url => {
+            let s = string(value, path, "a URL")?;
+            let ok = ["https://", "http://"].iter().any(|p| s.len() > p.len() && s.starts_with(p)) || is_mxc(s);
+            if !ok || s.contains(char::is_whitespace) {
+                return fail(path, "must be an http(s) or mxc:// URL");
+            }
+            max_chars(s, MAX_STR, path)
+        }
+        Kind::Mxc => {
+            if !is_mxc(string(value, path, "an mxc:// URL")?) {
+                return fail(path, "must be an mxc://server/id URL (upload the media first)");
+            }
+            Ok(())
+        }
+        Kind::Time => {
+            if !is_date_time(string(value, path, "a date-time")?) {
+                return fail(path, "must be an ISO 8601 date-time like \"2026-12-01T18:00:00Z\"");
+            }
+            Ok(())
+        }
+        Kind::Id => {
+            let s = string(value, path, "an id")?;
+            if !is_button_id(s) {
+                return fail(path, "must be 1-64 characters of A-Z a-z 0-9 _ . : -");
+            }
+            Ok(())
+        }
+        Kind::OneOf(options) => {
+            let s = string(value, path, "a string")?;
+            if !options.contains(&s) {
+                return fail(path, format!("must be one of {} (got \"{}\")", quoted(options), cut(s, 40)));
+            }
+            Ok(())
+        }
+        Kind::Scalar => match value {
+            Value::String(s) => max_chars(s, MAX_STR, path),
+            Value::Number(_) => safe_int_or_decimal(value, path),
+            Value::Bool(_) | Value::Null => Ok(()),
+            _ => fail(path, format!("must be a string or a number (got {})", describe(value))),
+        },
+        Kind::List { item, min, max } => {
+            let Value::Array(items) = value else {
+                return fail(path, format!("must be an array (got {})", describe(value)));
+            };
+            if items.len() < *min || items.len() > *max {
+                let range = if min == max { format!("{min}") } else { format!("{min}-{max}") };
+                return fail(path, format!("must have {range} items (got {})", items.len()));
+            }
+            for (i, v) in items.iter().enumerate() {
+                check_kind(item, v, &index(path, i))?;
+            }
+            Ok(())
+        }
+        Kind::Object { fields, strict } => match value {
+            Value::Object(obj) => check_fields(fields, *strict, obj, path, &[]),
+            _ => fail(path, format!("must be an object (got {})", describe(value))),
+        },
+        Kind::Either(first, second) => {
+            if check_kind(first, value, path).is_ok() { Ok(()) } else { check_kind(second, value, path) }
+        }
+    }
+}
+
+fn string<'a>(value: &'a Value, path: &str, what: &str) -> Result<&'a str, Failure> {
+    match value {
+        Value::String(s) => Ok(s),
+        _ => fail(path, format!("must be {what} (got {})", describe(value))),
+    }
+}
+
+fn max_chars(s: &str, max: usize, path: &str) -> Result<(), Failure> {
+    // Byte length bounds char count from above: skip the count for short strings.
+    if s.len() > max && s.chars().count() > max {
+        return fail(path, format!("must be at most {max} characters (got {})", s.chars().count()));
+    }
+    Ok(())
+}
+
+fn safe_int(value: &Value, path: &str) -> Result<(), Failure> {
+    let big = value.as_i64().map(|i| i.unsigned_abs()).or(value.as_u64()).unwrap_or(u64::MAX);
+    if big > MAX_SAFE_INT as u64 {
+        return fail(path, format!("integer {value} is outside ±(2^53-1); send it as a decimal string like \"{value}\""));
+    }
+    Ok(())
+}
+
+fn safe_int_or_decimal(value: &Value, path: &str) -> Result<(), Failure> {
+    match value {
+        Value::Number(n) if n.is_f64() => fail(path, "must be an integer or a decimal string"),
+        _ => safe_int(value, path),
+    }
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn quoted(options: &[&str]) -> String {
+    options.iter().map(|o| format!("\"{o}\"")).collect::<Vec<_>>().join(", ")
+}
+
+/// Cuts `s` to at most `max` characters (for echoing model input back in errors).
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+/// `mxc://server/id`: both parts non-empty, no whitespace, no further slash in the id.
+pub fn is_mxc(s: &str) -> bool {
+    s.strip_prefix("mxc://")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(server, id)| !server.is_empty() && !id.is_empty() && !id.contains('/') && !s.contains(char::is_whitespace))
+}
+
+/// 1-64 characters of `[A-Za-z0-9_.:-]` (the upstream button-id syntax).
+pub fn is_button_id(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
+}
+
+/// ISO 8601 date-time: `YYYY-MM-DDTHH:MM[:SS[.fff]][Z|±HH:MM]`.
+pub fn is_date_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r.clone()).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|d| d.parse::<u32>().ok()).unwrap_or(99);
+    if b.len() < 16 || !digits(0..4) || b[4] != b'-' || !digits(5..7) || b[7] != b'-' || !digits(8..10) {
+        return false;
+    }
+    if !matches!(b[10], b'T' | b't' | b' ') || !digits(11..13) || b[13] != b':' || !digits(14..16) {
+        return false;
+    }
+    if !(1..=12).contains(&num(5..7)) || !(1..=31).contains(&num(8..10)) || num(11..13) > 23 || num(14..16) > 59 {
+        return false;
+    }
+    let mut i = 16;
+    if b.get(i) == Some(&b':') {
+        if !digits(i + 1..i + 3) || num(i + 1..i + 3) > 60 {
+            return false;
+        }
+        i += 3;
+        if b.get(i) == Some(&b'.') {
+            let start = i + 1;
+            i = start;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == start {
+                return false;
+            }
+        }
+    }
+    match &b[i..] {
+        [] | [b'Z'] | [b'z'] => true,
+        [sign, ..] if matches!(sign, b'+' | b'-') => {
+            let rest = &s[i + 1..];
+            rest.len() == 5 && digits(i + 1..i + 3) && rest.as_bytes()[2] == b':' && digits(i + 4..i + 6)
+        }
+        _ => false,
+    }
+}
+
+/// table: an array row has at most as many cells as there are columns.
+pub fn table_cells(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
+    let columns = block.get("columns").and_then(Value::as_array).map_or(0, Vec::len);
+    let rows = block.get("rows").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for (i, row) in rows.iter().enumerate() {
+        if let Value::Array(cells) = row {
+            if cells.len() > columns {
+                return fail(&index(&join(path, "rows"), i), format!("has {} cells but there are {columns} columns", cells.len()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// chart: `series` is either one series of numbers (≤ 500) or 1-8 named series objects.
+pub fn chart_series(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
+    let series = block.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let objects = series.iter().filter(|s| s.is_object()).count();
+    let series_path = join(path, "series");
+    if objects > 0 && objects != series.len() {
+        return fail(&series_path, "must be all numbers (one series) or all {\"name\", \"values\"} objects, not a mix");
+    }
+    if objects > 8 {
+        return fail(&series_path, format!("at most 8 series (got {objects})"));
+    }
+    Ok(())
+}
+
+/// form: `select` and `multi` fields need `options`.
+pub fn form_options(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
+    let fields = block.get("fields").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for (i, field) in fields.iter().enumerate() {
+        let kind = field.get("kind").and_then(Value::as_str);
+        if matches!(kind, Some("select" | "multi")) && field.get("options").is_none() {
+            return fail(&index(&join(path, "fields"), i), "a select or multi field needs \"options\": [\"...\"]");
+        }
+    }
+    Ok(())
+}

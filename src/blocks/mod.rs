@@ -1,0 +1,212 @@
+//! The mxblocks v1 block catalogue (tables, weather, charts, trackers, ...), implemented
+//! here because the upstream crate is not in the registry. The API mirrors the crate's
+//! (`Rich::parse`, `validate`, `canonicalize`, `has_float`, `find_math`) so it can be
+//! swapped for it later.
+//!
+//! Two strictness levels, on purpose:
+//! - **Loading** is lenient: any v1 envelope loads; unknown block types and newer block
+//!   versions are kept byte-for-byte, so a newer payload never breaks a reader.
+//! - **Validation** is strict: it is what a sender may emit. Unknown blocks fail, every
+//!   field is checked against the catalogue row (`catalogue.rs`, data not code), and the
+//!   error is one line the model can act on.
+//!
+//! Senders call [`Rich::checked`]: canonicalize numbers, load, validate.
+
+mod catalogue;
+mod check;
+mod error;
+mod keys;
+mod numbers;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+pub use catalogue::{BlockSpec, CATALOGUE, Kind, MAX_STR, MAX_TEXT, names, spec};
+pub use check::{cut, is_button_id, is_date_time, is_mxc};
+pub use error::BlockError;
+pub use keys::{KEY_MTRIX, KEY_MXBLOCKS, READ_ORDER, WriterKey, read_payload, read_used_id};
+pub use numbers::{MAX_SAFE_INT, canonicalize, has_float, is_decimal_string};
+
+/// Most blocks in one payload.
+pub const MAX_BLOCKS: usize = 8;
+/// Most bytes of a serialized payload.
+pub const MAX_PAYLOAD_BYTES: usize = 48 * 1024;
+
+/// A loaded payload: `{"v": 1, "blocks": [...]}`.
+#[derive(Debug, Clone)]
+pub struct Rich {
+    blocks: Vec<Block>,
+}
+
+/// One block as loaded.
+#[derive(Debug, Clone)]
+pub enum Block {
+    /// A type in the catalogue at version 1; its fields as they came.
+    Known { spec: &'static BlockSpec, fields: Map<String, Value> },
+    /// An unknown type or a newer version: kept byte-for-byte, never sent.
+    Unknown { ty: String, version: Option<u64>, raw: Box<RawValue> },
+}
+
+/// A button of a `buttons`/`chips` block or a card's `actions`, typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Button {
+    pub label: String,
+    pub action: Action,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// What pressing a button does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Action {
+    /// The client reacts to the message with `key`.
+    React { key: String },
+    /// The client sends `body` as the pressing user.
+    Send { body: String },
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    v: Option<Value>,
+    #[serde(borrow)]
+    blocks: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct BlockHead {
+    #[serde(rename = "type")]
+    ty: Option<Value>,
+    v: Option<Value>,
+}
+
+impl Rich {
+    /// Loads a payload leniently from JSON text (unknown blocks kept byte-for-byte).
+    pub fn parse(text: &str) -> Result<Self, BlockError> {
+        let envelope: Envelope<'_> = serde_json::from_str(text)
+            .map_err(|e| BlockError::at("", format!("payload must be a JSON object {{\"v\": 1, \"blocks\": [...]}} ({e})")))?;
+        match envelope.v {
+            Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
+            Some(v) => return Err(BlockError::at("v", format!("unsupported payload version {v} (expected 1)"))),
+            None => return Err(BlockError::at("v", "missing; a payload is {\"v\": 1, \"blocks\": [...]}")),
+        }
+        let raw_blocks = envelope.blocks.ok_or_else(|| BlockError::at("blocks", "missing; give 1-8 blocks"))?;
+        let blocks = raw_blocks.into_iter().enumerate().map(|(i, raw)| load_block(i, raw)).collect::<Result<_, _>>()?;
+        Ok(Self { blocks })
+    }
+
+    /// Loads a payload leniently from a JSON value.
+    pub fn from_value(value: &Value) -> Result<Self, BlockError> {
+        if !value.is_object() {
+            return Err(BlockError::at("", "payload must be a JSON object {\"v\": 1, \"blocks\": [...]}"));
+        }
+        Self::parse(&value.to_string())
+    }
+
+    /// What a sender runs: canonicalize numbers, load, validate.
+    pub fn checked(mut value: Value) -> Result<Self, BlockError> {
+        canonicalize(&mut value, "")?;
+        let rich = Self::from_value(&value)?;
+        rich.validate()?;
+        Ok(rich)
+    }
+
+    /// Strict validation: what a sender may emit.
+    pub fn validate(&self) -> Result<(), BlockError> {
+        let n = self.blocks.len();
+        if n == 0 || n > MAX_BLOCKS {
+            return Err(BlockError::at("blocks", format!("at most {MAX_BLOCKS} blocks and at least 1 (got {n})")));
+        }
+        for (i, block) in self.blocks.iter().enumerate() {
+            let path = format!("blocks[{i}]");
+            match block {
+                Block::Known { spec, fields } => {
+                    check::check_block(spec, fields, &path).map_err(|f| BlockError::in_block(i, spec.name, f.path, f.message))?;
+                }
+                Block::Unknown { ty, version: Some(v), .. } if spec(ty).is_some() => {
+                    return Err(BlockError::in_block(i, ty, path, format!("block version {v} is not one this sender can emit (use 1 or leave \"v\" out)")));
+                }
+                Block::Unknown { ty, .. } => {
+                    let known: Vec<&str> = names().collect();
+                    return Err(BlockError::at(path, format!("unknown block type \"{}\" (known: {})", cut(ty, 40), known.join(", "))));
+                }
+            }
+        }
+        let size = self.to_value().to_string().len();
+        if size > MAX_PAYLOAD_BYTES {
+            return Err(BlockError::at("", format!("payload is {size} bytes; at most {MAX_PAYLOAD_BYTES} (48 KiB): shorten it or split it into two messages")));
+        }
+        Ok(())
+    }
+
+    /// The blocks, in order.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// The payload as JSON (`{"v": 1, "blocks": [...]}`).
+    pub fn to_value(&self) -> Value {
+        let blocks = self
+            .blocks
+            .iter()
+            .map(|b| match b {
+                Block::Known { fields, .. } => Value::Object(fields.clone()),
+                Block::Unknown { raw, .. } => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            })
+            .collect();
+        serde_json::json!({"v": 1, "blocks": Value::Array(blocks)})
+    }
+
+    /// The TeX of every `math` block, in order.
+    pub fn find_math(&self) -> Vec<&str> {
+        self.known("math").filter_map(|f| f.get("tex")?.as_str()).collect()
+    }
+
+    /// Every button (in `buttons`, `chips` and card actions) that parses as a typed button.
+    pub fn buttons(&self) -> Vec<Button> {
+        let parse = |v: &Value| serde_json::from_value::<Button>(v.clone()).ok();
+        let list = |f: &Map<String, Value>, key: &str| f.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut out = Vec::new();
+        for block in &self.blocks {
+            if let Block::Known { spec, fields } = block {
+                let items = match spec.name {
+                    "buttons" => list(fields, "buttons"),
+                    "chips" => list(fields, "chips"),
+                    "card" => list(fields, "actions"),
+                    "cards" => list(fields, "cards").iter().filter_map(|c| c.get("actions")?.as_array().cloned()).flatten().collect(),
+                    _ => Vec::new(),
+                };
+                out.extend(items.iter().filter_map(parse));
+            }
+        }
+        out
+    }
+
+    fn known<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Map<String, Value>> + 'a {
+        self.blocks.iter().filter_map(move |b| match b {
+            Block::Known { spec, fields } if spec.name == name => Some(fields),
+            _ => None,
+        })
+    }
+}
+
+fn load_block(i: usize, raw: &RawValue) -> Result<Block, BlockError> {
+    let bad = || BlockError::at(format!("blocks[{i}]"), "each block must be an object with a string \"type\"");
+    let head: BlockHead = serde_json::from_str(raw.get()).map_err(|_| bad())?;
+    let Some(Value::String(ty)) = head.ty else { return Err(bad()) };
+    let version = match head.v {
+        None => None,
+        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
+        Some(_) => return Err(BlockError::at(format!("blocks[{i}].v"), "block version must be a positive integer (or left out for 1)")),
+    };
+    match (spec(&ty), version) {
+        (Some(spec), None | Some(1)) => {
+            let fields: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| bad())?;
+            Ok(Block::Known { spec, fields })
+        }
+        _ => Ok(Block::Unknown { ty, version, raw: raw.to_owned() }),
+    }
+}

@@ -1,0 +1,100 @@
+//! The `rich_send` / `rich_edit` tools: what the model is offered (`specs`) and the pure
+//! check every call goes through before anything is sent (`plan`).
+//!
+//! `plan` turns the model's arguments into a [`RichCall`] or a [`ToolError`] with a stable
+//! code, a one-line message and the JSON path, which the turn hands back to the model as
+//! a tool result so it can fix its call. Nothing here does I/O: whether the caller may
+//! edit a message or post in a room is decided later, by the turn, against the store.
+
+mod plan;
+mod specs;
+
+use ruma::OwnedEventId;
+use serde::Serialize;
+
+use crate::blocks::Rich;
+
+pub use plan::{MAX_FALLBACK, plan};
+pub use specs::{EXAMPLE_CALL, RoomChoices, ToolSpec, prompt_line, tool_specs};
+
+/// Tool names.
+pub const RICH_SEND: &str = "rich_send";
+pub const RICH_EDIT: &str = "rich_edit";
+
+/// Where a call posts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoomTarget {
+    /// The chat the turn is in (argument absent).
+    Here,
+    /// The asker's DM with this persona (`"dm"`).
+    Dm,
+    /// Another room, as the model named it (checked by the turn).
+    Named(String),
+}
+
+/// A checked call, ready for the turn to authorize and send.
+#[derive(Debug, Clone)]
+pub enum RichCall {
+    Send { payload: Rich, fallback: String, reply_to: Option<OwnedEventId>, thread: Option<OwnedEventId>, room: RoomTarget },
+    Edit { event_id: OwnedEventId, payload: Rich, fallback: String, room: RoomTarget },
+}
+
+impl RichCall {
+    pub fn room(&self) -> &RoomTarget {
+        match self {
+            RichCall::Send { room, .. } | RichCall::Edit { room, .. } => room,
+        }
+    }
+}
+
+/// Why a tool call was refused; sent back to the model as `{"error", "code", "path"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{code}: {error}")]
+pub struct ToolError {
+    pub error: String,
+    pub code: ToolErrorCode,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Stable error codes the model (and tests) can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorCode {
+    /// The arguments are not what the schema says.
+    InvalidArguments,
+    /// The payload failed the block catalogue.
+    InvalidPayload,
+    /// No such tool.
+    UnknownTool,
+    /// The message would be too large for one Matrix event.
+    TooLarge,
+    /// `rich_edit` of a message this persona did not send.
+    NotOwner,
+    /// The `room` argument names a room the call may not post in.
+    RoomNotAllowed,
+    /// The homeserver refused the send for good.
+    SendFailed,
+}
+
+impl std::fmt::Display for ToolErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        f.write_str(&s)
+    }
+}
+
+impl ToolError {
+    pub fn new(code: ToolErrorCode, error: impl Into<String>) -> Self {
+        Self { error: error.into(), code, path: None }
+    }
+
+    pub fn at(code: ToolErrorCode, path: impl Into<String>, error: impl Into<String>) -> Self {
+        Self { error: error.into(), code, path: Some(path.into()) }
+    }
+
+    /// The JSON the model gets as the tool result.
+    pub fn to_result(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| format!("{{\"error\":\"{}\"}}", self.code))
+    }
+}

@@ -1,0 +1,124 @@
+//! What the model is offered: the two tools' names, descriptions and JSON Schemas, and the
+//! system-prompt line that says when to use them. The block list in the description is
+//! generated from the catalogue, so it never drifts from what `plan` accepts.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{MAX_FALLBACK, RICH_EDIT, RICH_SEND};
+use crate::blocks::CATALOGUE;
+
+/// One tool as offered to the model (OpenAI function-tool shape).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// What the `room` argument may name in the current context.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoomChoices {
+    /// Whether the current chat is already the asker's DM (then `dm` means this chat).
+    pub in_dm: bool,
+    /// Other rooms both the asker and the persona are joined to: (room id, name).
+    pub shared: Vec<(String, String)>,
+}
+
+/// A complete, valid `rich_send` call, shown to the model in the description (and tested
+/// to pass `plan`).
+pub const EXAMPLE_CALL: &str = r#"{"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": "21.5", "unit": "C", "condition": "Sunny", "high": 23, "low": "14.5"}]}, "fallback": "**Lisbon**: 21.5 °C, sunny (high 23, low 14.5)"}"#;
+
+/// The system-prompt line for the tools.
+pub fn prompt_line() -> &'static str {
+    "You can answer with rich messages: call rich_send to post tables, weather, charts, trackers, cards, \
+     code and the other blocks, and rich_edit to update a message you sent (a live tracker, a correction). \
+     Use them whenever structure helps more than prose; plain short answers can stay plain text. \
+     Every rich message needs a fallback that says everything on its own, for clients that cannot draw blocks. \
+     When a rich message already said it all, end your turn with exactly [no reply]."
+}
+
+/// The tool specs for the current context.
+pub fn tool_specs(rooms: &RoomChoices) -> Vec<ToolSpec> {
+    let room = room_schema(rooms);
+    let payload = json!({
+        "description": "The block payload: {\"v\": 1, \"blocks\": [1-8 blocks]} (an object, or a JSON string of one).",
+        "type": ["object", "string"],
+    });
+    let fallback = json!({
+        "type": "string",
+        "maxLength": MAX_FALLBACK,
+        "description": "The whole message as CommonMark text, for clients that cannot draw blocks. It must carry every fact the blocks show. May be left out only when the payload has a math block.",
+    });
+    let event_id = |what: &str| json!({"type": "string", "pattern": "^\\$\\S{1,254}$", "description": what});
+    vec![
+        ToolSpec {
+            name: RICH_SEND,
+            description: send_description(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "payload": payload,
+                    "fallback": fallback,
+                    "reply_to": event_id("Reply to this event id."),
+                    "thread": event_id("Post in the thread rooted at this event id."),
+                    "room": room,
+                },
+                "required": ["payload", "fallback"],
+                "additionalProperties": false,
+            }),
+        },
+        ToolSpec {
+            name: RICH_EDIT,
+            description: "Replace the content of a rich message you sent earlier (use the event_id rich_send returned; \
+                          always the original message, never an edit). Give the full new payload and fallback. \
+                          Edits of one message are paced 2.5 s apart; a faster edit waits for its slot."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "event_id": event_id("The event id of your original message."),
+                    "payload": payload,
+                    "fallback": fallback,
+                    "room": room,
+                },
+                "required": ["event_id", "payload", "fallback"],
+                "additionalProperties": false,
+            }),
+        },
+    ]
+}
+
+fn send_description() -> String {
+    let mut blocks = String::new();
+    for spec in CATALOGUE {
+        let required: Vec<&str> = spec.fields.iter().filter(|f| f.required).map(|f| f.name).collect();
+        blocks.push_str(&format!("\n- {} ({}): {}", spec.name, required.join(", "), spec.use_for));
+    }
+    format!(
+        "Post a rich message: a payload of blocks plus a CommonMark fallback. Blocks (required fields):{blocks}\n\
+         Buttons: {{\"label\": \"Yes\", \"action\": {{\"type\": \"react\", \"key\": \"✅\"}}}} or \
+         {{\"type\": \"send\", \"body\": \"...\"}}.\n\
+         Numbers: integers, or decimal strings for fractions (\"62.99\", never 62.99): Matrix rejects floats. \
+         Times: ISO 8601 (\"2026-12-01T18:00:00Z\"). Images and files: mxc:// URLs.\n\
+         Example call: {EXAMPLE_CALL}\n\
+         Returns {{\"event_id\": \"$...\"}}, or {{\"error\", \"code\", \"path\"}} saying what to fix."
+    )
+}
+
+fn room_schema(rooms: &RoomChoices) -> Value {
+    let mut description = String::from("Where to post. Leave it out for this chat");
+    if !rooms.in_dm {
+        description.push_str("; \"dm\" for a direct chat with the person asking");
+    }
+    let mut choices: Vec<Value> = vec![json!("dm")];
+    if !rooms.shared.is_empty() {
+        description.push_str("; or one of these rooms you share with them:");
+        for (id, name) in &rooms.shared {
+            description.push_str(&format!(" {id} ({name});"));
+            choices.push(json!(id));
+        }
+    }
+    description.push('.');
+    json!({"type": "string", "enum": choices, "description": description})
+}
