@@ -1,0 +1,95 @@
+//! The agent: one bounded tool loop per turn over an OpenAI-compatible chat API.
+//!
+//! Lifecycle: send the conversation with the tools -> if the model calls tools, run each
+//! through the [`ToolRunner`] (which plans, authorizes and posts) and append the results
+//! -> ask again -> until the model answers with text or `max_rounds` is reached. A tool
+//! failure is a tool result the model can act on, never an error of the loop; only the
+//! LLM itself failing for good (after its bounded retries) ends the loop with an error.
+
+mod llm;
+mod wire;
+
+pub use llm::{Error, Llm};
+
+use crate::tools::ToolSpec;
+
+/// One message of the conversation (domain type; `wire.rs` maps it to the API).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    System(String),
+    User(String),
+    Assistant { text: Option<String>, tool_calls: Vec<ToolCall> },
+    Tool { call_id: String, content: String },
+}
+
+/// A tool call as the model made it; `arguments` is JSON text (maybe broken).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// Token counts, summed over a turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt: u64,
+    pub completion: u64,
+}
+
+/// One model answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reply {
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+}
+
+/// How a loop ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The model's final text, if it ended with one.
+    pub text: Option<String>,
+    pub rounds: u32,
+    pub usage: Usage,
+    /// True when the loop stopped at `max_rounds` with the model still calling tools.
+    pub exhausted: bool,
+}
+
+/// Runs one tool call and returns the tool result (JSON text) for the model.
+pub trait ToolRunner {
+    fn run(&mut self, call: &ToolCall) -> impl std::future::Future<Output = String> + Send;
+}
+
+/// Anything that completes a conversation (the real client, or a test double).
+pub trait Complete {
+    fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> impl std::future::Future<Output = Result<Reply, Error>> + Send;
+}
+
+/// The bounded tool loop.
+pub async fn run_loop<L: Complete, R: ToolRunner>(
+    llm: &L,
+    mut messages: Vec<Message>,
+    tools: &[ToolSpec],
+    runner: &mut R,
+    max_rounds: u32,
+) -> (Result<Outcome, Error>, Vec<Message>) {
+    let mut usage = Usage::default();
+    for round in 1..=max_rounds {
+        let reply = match llm.complete(&messages, tools).await {
+            Ok(r) => r,
+            Err(e) => return (Err(e), messages),
+        };
+        usage.prompt += reply.usage.prompt;
+        usage.completion += reply.usage.completion;
+        messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
+        if reply.tool_calls.is_empty() {
+            return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false }), messages);
+        }
+        for call in &reply.tool_calls {
+            let content = runner.run(call).await;
+            messages.push(Message::Tool { call_id: call.id.clone(), content });
+        }
+    }
+    (Ok(Outcome { text: None, rounds: max_rounds, usage, exhausted: true }), messages)
+}

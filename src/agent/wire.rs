@@ -1,0 +1,86 @@
+//! The OpenAI chat-completions wire format, kept apart from the domain types: building a
+//! request body and reading a response leniently (servers that call themselves
+//! "OpenAI-compatible" differ in the fields they fill).
+
+use serde_json::{Value, json};
+
+use super::{Message, Reply, ToolCall, Usage};
+use crate::tools::ToolSpec;
+
+pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec]) -> Value {
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|m| match m {
+            Message::System(text) => json!({"role": "system", "content": text}),
+            Message::User(text) => json!({"role": "user", "content": text}),
+            Message::Assistant { text, tool_calls } => {
+                let mut v = json!({"role": "assistant", "content": text});
+                if !tool_calls.is_empty() {
+                    v["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                        .collect();
+                }
+                v
+            }
+            Message::Tool { call_id, content } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        })
+        .collect();
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+        .collect();
+    json!({"model": model, "messages": messages, "tools": tools, "tool_choice": "auto", "max_tokens": max_tokens, "stream": false})
+}
+
+/// Reads the first choice. `None` when the response has no usable message.
+pub fn reply(response: &Value) -> Option<Reply> {
+    let message = response.get("choices")?.get(0)?.get("message")?;
+    let text = message.get("content").and_then(Value::as_str).map(str::to_owned).filter(|t| !t.is_empty());
+    let tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    let f = c.get("function")?;
+                    let arguments = match f.get("arguments") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    Some(ToolCall {
+                        id: c.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{i}"), str::to_owned),
+                        name: f.get("name")?.as_str()?.to_owned(),
+                        arguments,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let usage = response.get("usage");
+    let count = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
+    Some(Reply { text, tool_calls, usage: Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_read_leniently() {
+        let r = reply(&json!({"choices": [{"finish_reason": "eos", "message": {"content": null, "tool_calls": [
+            {"id": "c1", "function": {"name": "rich_send", "arguments": "{\"a\":1}"}},
+            {"function": {"name": "rich_edit", "arguments": {"b": 2}}}
+        ]}}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}))
+        .expect("a reply");
+        assert_eq!(r.text, None);
+        assert_eq!(r.tool_calls[0].arguments, "{\"a\":1}");
+        assert_eq!(r.tool_calls[1].id, "call_1");
+        assert_eq!(r.tool_calls[1].arguments, "{\"b\":2}");
+        assert_eq!(r.usage, Usage { prompt: 10, completion: 3 });
+        assert_eq!(reply(&json!({"error": "x"})), None);
+    }
+}

@@ -1,0 +1,55 @@
+//! The homeserver -> appservice HTTP edge (Matrix Application Service API), one file per
+//! endpoint, named after ruma's endpoint modules. `router(state)` builds the whole app so
+//! tests can drive it in-process with `oneshot`.
+//!
+//! Routes answer only after their work is durable (transactions) or done (user query);
+//! none calls the LLM. Every Matrix route sits behind the homeserver token (`auth.rs`);
+//! every error is Matrix error JSON (`error.rs`).
+
+mod auth;
+mod error;
+mod health;
+mod push_events;
+mod query_room_alias;
+mod query_user_id;
+mod send_ping;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+
+pub use error::ApiError;
+
+use crate::inbox::Inbox;
+use crate::personas::Personas;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub hs_token: Arc<str>,
+    pub inbox: Inbox,
+    pub personas: Personas,
+}
+
+/// The appservice router. `max_body` bounds a request body (413 `M_TOO_LARGE` above it).
+pub fn router(state: AppState, max_body: usize) -> Router {
+    let matrix = Router::new()
+        .route("/_matrix/app/v1/transactions/{txn_id}", put(push_events::push_events))
+        .route("/transactions/{txn_id}", put(push_events::push_events))
+        .route("/_matrix/app/v1/users/{user_id}", get(query_user_id::query_user_id))
+        .route("/users/{user_id}", get(query_user_id::query_user_id))
+        .route("/_matrix/app/v1/rooms/{alias}", get(query_room_alias::query_room_alias))
+        .route("/rooms/{alias}", get(query_room_alias::query_room_alias))
+        .route("/_matrix/app/v1/ping", post(send_ping::send_ping))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_hs_token));
+    Router::new()
+        .merge(matrix)
+        .route("/health", get(health::health))
+        .route("/ready", get(health::ready))
+        .fallback(|| async { ApiError::Unrecognized })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}

@@ -1,0 +1,438 @@
+//! Configuration: one TOML file, every key overridable from the environment, validated at
+//! start so that a bad deployment fails with one line per problem, naming the key.
+//!
+//! Environment overrides use `RICHBOT__SECTION__KEY=value` (double underscores between
+//! path parts, array items by index: `RICHBOT__PERSONAS__0__DISPLAY_NAME`). Values that
+//! parse as TOML scalars (numbers, booleans) are taken as such, anything else as a string.
+//! The LLM key may also come from `OPENAI_API_KEY` or a file (`llm.api_key_file`).
+//! Secrets are never printed: `Debug` on the secret fields is redacted.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use regex::Regex;
+use ruma::api::appservice::Registration;
+use serde::Deserialize;
+
+use crate::blocks::WriterKey;
+
+/// The environment prefix for overrides.
+pub const ENV_PREFIX: &str = "RICHBOT__";
+
+/// A configuration that could not be loaded; each line names a key.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{}", .0.join("\n"))]
+    Invalid(Vec<String>),
+}
+
+/// The whole configuration, as read (before validation).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub homeserver: Homeserver,
+    pub appservice: Appservice,
+    #[serde(default)]
+    pub database: Database,
+    pub llm: Llm,
+    #[serde(default)]
+    pub bot: Bot,
+    #[serde(default)]
+    pub personas: Vec<Persona>,
+    #[serde(default)]
+    pub access: Access,
+    #[serde(default)]
+    pub logging: Logging,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Homeserver {
+    /// Client-server API base, e.g. `http://127.0.0.1:8008`.
+    pub url: String,
+    /// The homeserver's server name (the part after `:` in user ids).
+    pub server_name: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Appservice {
+    /// Path of the registration file the homeserver was given.
+    pub registration: PathBuf,
+    /// Where the homeserver reaches us.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// Largest transaction body accepted (Synapse sends up to 100 events of up to 64 KiB).
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Database {
+    #[serde(default = "default_db")]
+    pub url: String,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Llm {
+    /// OpenAI-compatible API base including `/v1`.
+    pub base_url: String,
+    pub model: String,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub api_key_file: Option<PathBuf>,
+    #[serde(default = "default_llm_timeout")]
+    pub timeout_secs: u64,
+    /// Tool rounds per turn at most.
+    #[serde(default = "default_rounds")]
+    pub max_rounds: u32,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+}
+
+impl std::fmt::Debug for Llm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Llm")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout_secs", &self.timeout_secs)
+            .field("max_rounds", &self.max_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bot {
+    /// Content key payloads are written under.
+    #[serde(default)]
+    pub writer_key: WriterKey,
+    /// Rooms whose turns may run at once.
+    #[serde(default = "default_parallel")]
+    pub max_parallel_rooms: usize,
+    /// Events older than this (catching up after downtime) are kept as history only.
+    #[serde(default = "default_staleness")]
+    pub staleness_secs: u64,
+    /// Least time between two writes (send, edits) to one message.
+    #[serde(default = "default_edit_interval")]
+    pub edit_interval_ms: u64,
+    /// Characters of room history given to the model.
+    #[serde(default = "default_history")]
+    pub history_chars: usize,
+    /// In group rooms, answer only when addressed (mention, reply, thread). When false,
+    /// the bot answers every message in group rooms too.
+    #[serde(default = "default_true")]
+    pub group_requires_mention: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Persona {
+    pub localpart: String,
+    #[serde(default)]
+    pub display_name: Option<String>,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Posted when the persona joins a room, if set.
+    #[serde(default)]
+    pub greeting: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Access {
+    /// Who may invite and talk to the bot: full user ids, or patterns with `*`
+    /// (`*:example.org`). Empty: users of this homeserver only.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Logging {
+    /// `human` (default) or `json`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// A tracing filter, e.g. `richbot=debug,info`.
+    #[serde(default)]
+    pub filter: Option<String>,
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:9009".to_owned()
+}
+fn default_max_body() -> usize {
+    16 * 1024 * 1024
+}
+fn default_db() -> String {
+    "sqlite://richbot.db".to_owned()
+}
+fn default_llm_timeout() -> u64 {
+    60
+}
+fn default_rounds() -> u32 {
+    8
+}
+fn default_max_tokens() -> u32 {
+    2048
+}
+fn default_parallel() -> usize {
+    8
+}
+fn default_staleness() -> u64 {
+    300
+}
+fn default_edit_interval() -> u64 {
+    2500
+}
+fn default_history() -> usize {
+    12_000
+}
+fn default_true() -> bool {
+    true
+}
+
+impl Default for Database {
+    fn default() -> Self {
+        Self { url: default_db() }
+    }
+}
+
+impl Default for Bot {
+    fn default() -> Self {
+        Self {
+            writer_key: WriterKey::default(),
+            max_parallel_rooms: default_parallel(),
+            staleness_secs: default_staleness(),
+            edit_interval_ms: default_edit_interval(),
+            history_chars: default_history(),
+            group_requires_mention: true,
+        }
+    }
+}
+
+/// The validated configuration the service runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config: Config,
+    pub registration: Registration,
+    pub listen: SocketAddr,
+    pub api_key: Option<String>,
+    pub personas: Vec<Persona>,
+    pub allow: Vec<Regex>,
+}
+
+impl Settings {
+    pub fn llm_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.llm.timeout_secs)
+    }
+
+    /// Whether `user_id` may invite and talk to the personas.
+    pub fn allowed(&self, user_id: &str) -> bool {
+        self.allow.iter().any(|re| re.is_match(user_id))
+    }
+}
+
+/// Reads `path`, applies environment overrides from `env`, and validates.
+pub fn load(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Result<Settings, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_owned(), source })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    from_str(&text, path, base, env)
+}
+
+/// Like [`load`], from text; relative paths in it are taken from `base`.
+pub fn from_str(
+    text: &str,
+    path: &Path,
+    base: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Settings, Error> {
+    let parse_err = |message: String| Error::Parse { path: path.to_owned(), message };
+    let mut value: toml::Value = toml::from_str(text).map_err(|e| parse_err(e.to_string()))?;
+    let mut openai_key = None;
+    for (key, val) in env {
+        if key == "OPENAI_API_KEY" {
+            openai_key = Some(val);
+        } else if let Some(rest) = key.strip_prefix(ENV_PREFIX) {
+            let parts: Vec<String> = rest.split("__").map(str::to_lowercase).collect();
+            set_path(&mut value, &parts, &val).map_err(|m| parse_err(format!("{key}: {m}")))?;
+        }
+    }
+    let mut config: Config = value.try_into().map_err(|e: toml::de::Error| parse_err(e.message().to_owned()))?;
+    if config.appservice.registration.is_relative() {
+        config.appservice.registration = base.join(&config.appservice.registration);
+    }
+    validate(config, base, openai_key)
+}
+
+fn set_path(value: &mut toml::Value, parts: &[String], raw: &str) -> Result<(), String> {
+    let Some((head, rest)) = parts.split_first() else { return Err("empty key".into()) };
+    let slot: &mut toml::Value = match value {
+        toml::Value::Table(t) => {
+            let next_is_index = rest.first().is_some_and(|p| p.parse::<usize>().is_ok());
+            t.entry(head.clone()).or_insert_with(|| {
+                if rest.is_empty() {
+                    toml::Value::String(String::new())
+                } else if next_is_index {
+                    toml::Value::Array(Vec::new())
+                } else {
+                    toml::Value::Table(Default::default())
+                }
+            })
+        }
+        toml::Value::Array(items) => {
+            let i: usize = head.parse().map_err(|_| format!("\"{head}\" is not an array index"))?;
+            if i > items.len() {
+                return Err(format!("index {i} skips items (the array has {})", items.len()));
+            }
+            if i == items.len() {
+                items.push(toml::Value::Table(Default::default()));
+            }
+            &mut items[i]
+        }
+        _ => return Err(format!("\"{head}\" is inside a value that is not a table")),
+    };
+    if rest.is_empty() {
+        *slot = scalar(raw);
+        Ok(())
+    } else {
+        set_path(slot, rest, raw)
+    }
+}
+
+fn scalar(raw: &str) -> toml::Value {
+    if let Ok(i) = raw.parse::<i64>() {
+        return toml::Value::Integer(i);
+    }
+    match raw {
+        "true" => toml::Value::Boolean(true),
+        "false" => toml::Value::Boolean(false),
+        _ => toml::Value::String(raw.to_owned()),
+    }
+}
+
+fn validate(config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
+    let mut problems = Vec::new();
+    let http = |s: &str| s.starts_with("http://") || s.starts_with("https://");
+    if !http(&config.homeserver.url) {
+        problems.push(format!("homeserver.url: must be an http(s) URL (got \"{}\")", config.homeserver.url));
+    }
+    if config.homeserver.server_name.is_empty() || config.homeserver.server_name.contains(['/', ' ', '@']) {
+        problems.push("homeserver.server_name: must be the homeserver's server name, e.g. example.org".to_owned());
+    }
+    let listen = config.appservice.listen.parse::<SocketAddr>();
+    if listen.is_err() {
+        problems.push(format!("appservice.listen: must be an address like 127.0.0.1:9009 (got \"{}\")", config.appservice.listen));
+    }
+    if config.appservice.max_body_bytes < 64 * 1024 {
+        problems.push("appservice.max_body_bytes: must be at least 65536 (one Matrix event)".to_owned());
+    }
+    if !config.database.url.starts_with("sqlite:") {
+        problems.push(format!("database.url: must be a sqlite: URL like sqlite://richbot.db (got \"{}\")", config.database.url));
+    }
+    if !http(&config.llm.base_url) {
+        problems.push(format!("llm.base_url: must be an http(s) URL ending in /v1 (got \"{}\")", config.llm.base_url));
+    }
+    if config.llm.model.trim().is_empty() {
+        problems.push("llm.model: must not be empty".to_owned());
+    }
+    if config.llm.timeout_secs == 0 {
+        problems.push("llm.timeout_secs: must be at least 1".to_owned());
+    }
+    if !(1..=32).contains(&config.llm.max_rounds) {
+        problems.push("llm.max_rounds: must be 1-32".to_owned());
+    }
+    if config.bot.max_parallel_rooms == 0 {
+        problems.push("bot.max_parallel_rooms: must be at least 1".to_owned());
+    }
+    if !matches!(config.logging.format.as_deref(), None | Some("human" | "json")) {
+        problems.push("logging.format: must be \"human\" or \"json\"".to_owned());
+    }
+    let api_key = match (&config.llm.api_key, &config.llm.api_key_file) {
+        (Some(k), _) => Some(k.clone()),
+        (None, Some(file)) => {
+            let file = if file.is_relative() { base.join(file) } else { file.clone() };
+            match std::fs::read_to_string(&file) {
+                Ok(k) => Some(k.trim().to_owned()),
+                Err(e) => {
+                    problems.push(format!("llm.api_key_file: cannot read {}: {e}", file.display()));
+                    None
+                }
+            }
+        }
+        (None, None) => openai_key,
+    };
+
+    let registration = match std::fs::read_to_string(&config.appservice.registration) {
+        Ok(text) => match serde_norway::from_str::<Registration>(&text) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                problems.push(format!("appservice.registration: {} is not a valid registration: {e}", config.appservice.registration.display()));
+                None
+            }
+        },
+        Err(e) => {
+            problems.push(format!("appservice.registration: cannot read {}: {e}", config.appservice.registration.display()));
+            None
+        }
+    };
+
+    let mut personas = config.personas.clone();
+    if let Some(reg) = &registration {
+        if personas.is_empty() {
+            personas.push(Persona {
+                localpart: reg.sender_localpart.clone(),
+                display_name: Some("richbot".to_owned()),
+                system_prompt: None,
+                greeting: None,
+            });
+        }
+        let namespace: Vec<Regex> = reg.namespaces.users.iter().filter_map(|ns| Regex::new(&ns.regex).ok()).collect();
+        for (i, p) in personas.iter().enumerate() {
+            let user = format!("@{}:{}", p.localpart, config.homeserver.server_name);
+            let ours = p.localpart == reg.sender_localpart || namespace.iter().any(|re| re.is_match(&user));
+            if ruma::UserId::parse(&user).is_err() {
+                problems.push(format!("personas[{i}].localpart: \"{}\" is not a valid Matrix localpart", p.localpart));
+            } else if !ours {
+                problems.push(format!(
+                    "personas[{i}].localpart: {user} is outside the registration's user namespace ({})",
+                    reg.namespaces.users.iter().map(|n| n.regex.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, p) in personas.iter().enumerate() {
+            if !seen.insert(&p.localpart) {
+                problems.push(format!("personas[{i}].localpart: \"{}\" is listed twice", p.localpart));
+            }
+        }
+    }
+
+    let patterns = if config.access.allow.is_empty() {
+        vec![format!("*:{}", config.homeserver.server_name)]
+    } else {
+        config.access.allow.clone()
+    };
+    let mut allow = Vec::new();
+    for (i, p) in patterns.iter().enumerate() {
+        let re = format!("^{}$", regex::escape(p).replace("\\*", ".*"));
+        match Regex::new(&re) {
+            Ok(re) => allow.push(re),
+            Err(e) => problems.push(format!("access.allow[{i}]: {e}")),
+        }
+    }
+
+    match (problems.is_empty(), registration, listen) {
+        (true, Some(registration), Ok(listen)) => Ok(Settings { config, registration, listen, api_key, personas, allow }),
+        _ => Err(Error::Invalid(problems)),
+    }
+}

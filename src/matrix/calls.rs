@@ -1,0 +1,87 @@
+//! The client-server endpoints richbot uses, one method each.
+
+use reqwest::Method;
+use ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
+use serde_json::{Value, json};
+
+use super::{Client, Error, enc};
+
+fn parse_field<T: TryFrom<String>>(v: &Value, key: &str) -> Result<T, Error> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .and_then(|s| T::try_from(s.to_owned()).ok())
+        .ok_or_else(|| Error::Unavailable(format!("homeserver answer lacks a valid \"{key}\"")))
+}
+
+impl Client {
+    /// `GET /_matrix/client/versions`: is the homeserver there?
+    pub async fn versions(&self) -> Result<Value, Error> {
+        self.call(Method::GET, "/_matrix/client/versions", None, None).await
+    }
+
+    /// `POST /_matrix/client/v3/register` as the appservice, without a device. A user that
+    /// exists already (`M_USER_IN_USE`) counts as registered.
+    pub async fn register(&self, localpart: &str) -> Result<(), Error> {
+        let body = json!({"type": "m.login.application_service", "username": localpart, "inhibit_login": true});
+        match self.call(Method::POST, "/_matrix/client/v3/register", None, Some(&body)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.errcode() == Some("M_USER_IN_USE") => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `PUT /_matrix/client/v3/profile/{userId}/displayname`.
+    pub async fn set_display_name(&self, user: &UserId, name: &str) -> Result<(), Error> {
+        let path = format!("/_matrix/client/v3/profile/{}/displayname", enc(user.as_str()));
+        self.call(Method::PUT, &path, Some(user), Some(&json!({"displayname": name}))).await.map(drop)
+    }
+
+    /// `POST /_matrix/client/v3/rooms/{roomId}/join` as `user`.
+    pub async fn join(&self, room: &RoomId, user: &UserId) -> Result<(), Error> {
+        let path = format!("/_matrix/client/v3/rooms/{}/join", enc(room.as_str()));
+        self.call(Method::POST, &path, Some(user), Some(&json!({}))).await.map(drop)
+    }
+
+    /// `POST /_matrix/client/v3/rooms/{roomId}/leave` as `user` (also declines an invite).
+    pub async fn leave(&self, room: &RoomId, user: &UserId) -> Result<(), Error> {
+        let path = format!("/_matrix/client/v3/rooms/{}/leave", enc(room.as_str()));
+        self.call(Method::POST, &path, Some(user), Some(&json!({}))).await.map(drop)
+    }
+
+    /// `PUT /_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}` as `user`.
+    pub async fn send(&self, room: &RoomId, event_type: &str, txn_id: &str, content: &Value, user: &UserId) -> Result<OwnedEventId, Error> {
+        let path = format!("/_matrix/client/v3/rooms/{}/send/{}/{}", enc(room.as_str()), enc(event_type), enc(txn_id));
+        let answer = self.call(Method::PUT, &path, Some(user), Some(content)).await?;
+        parse_field::<OwnedEventId>(&answer, "event_id")
+    }
+
+    /// `PUT /_matrix/client/v3/rooms/{roomId}/typing/{userId}`.
+    pub async fn typing(&self, room: &RoomId, user: &UserId, typing: bool, timeout_ms: u64) -> Result<(), Error> {
+        let path = format!("/_matrix/client/v3/rooms/{}/typing/{}", enc(room.as_str()), enc(user.as_str()));
+        let body = if typing { json!({"typing": true, "timeout": timeout_ms}) } else { json!({"typing": false}) };
+        self.call(Method::PUT, &path, Some(user), Some(&body)).await.map(drop)
+    }
+
+    /// `GET /_matrix/client/v3/rooms/{roomId}/joined_members` as `user`.
+    pub async fn joined_members(&self, room: &RoomId, user: &UserId) -> Result<Vec<OwnedUserId>, Error> {
+        let path = format!("/_matrix/client/v3/rooms/{}/joined_members", enc(room.as_str()));
+        let answer = self.call(Method::GET, &path, Some(user), None).await?;
+        let joined = answer.get("joined").and_then(Value::as_object).cloned().unwrap_or_default();
+        Ok(joined.keys().filter_map(|k| UserId::parse(k.as_str()).ok()).collect())
+    }
+
+    /// `POST /_matrix/client/v3/createRoom`: a direct chat from `user` with `invitee`.
+    pub async fn create_dm(&self, user: &UserId, invitee: &UserId) -> Result<OwnedRoomId, Error> {
+        let body = json!({"invite": [invitee], "is_direct": true, "preset": "trusted_private_chat"});
+        let answer = self.call(Method::POST, "/_matrix/client/v3/createRoom", Some(user), Some(&body)).await?;
+        parse_field::<OwnedRoomId>(&answer, "room_id")
+    }
+
+    /// `POST /_matrix/client/v1/appservice/{appserviceId}/ping`: the homeserver calls our
+    /// `/_matrix/app/v1/ping` and reports how long it took.
+    pub async fn ping(&self, appservice_id: &str, transaction_id: &str) -> Result<u64, Error> {
+        let path = format!("/_matrix/client/v1/appservice/{}/ping", enc(appservice_id));
+        let answer = self.call(Method::POST, &path, None, Some(&json!({"transaction_id": transaction_id}))).await?;
+        Ok(answer.get("duration_ms").and_then(Value::as_u64).unwrap_or_default())
+    }
+}

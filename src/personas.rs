@@ -1,0 +1,94 @@
+//! The personas: the virtual users the bot speaks as. Registered with the homeserver
+//! (`m.login.application_service`, no device; `M_USER_IN_USE` counts as done) at start
+//! and on demand when the homeserver asks about one, then given their display name.
+
+use std::sync::Arc;
+
+use ruma::{OwnedUserId, UserId};
+
+use crate::clock::now_ms;
+use crate::config::Settings;
+use crate::matrix;
+use crate::store::Store;
+
+/// One persona.
+#[derive(Debug, Clone)]
+pub struct Persona {
+    pub user_id: OwnedUserId,
+    pub display_name: String,
+    pub system_prompt: String,
+    pub greeting: Option<String>,
+}
+
+/// Why a persona could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("homeserver: {0}")]
+    Matrix(#[from] matrix::Error),
+    #[error("store: {0}")]
+    Store(#[from] crate::store::Error),
+}
+
+/// The configured personas.
+#[derive(Debug, Clone)]
+pub struct Personas {
+    list: Arc<Vec<Persona>>,
+    matrix: matrix::Client,
+    store: Store,
+}
+
+/// The system prompt of a persona that has none configured.
+pub const DEFAULT_PROMPT: &str = "You are a helpful assistant in a Matrix chat. Answer briefly and clearly.";
+
+impl Personas {
+    pub fn new(settings: &Settings, matrix: matrix::Client, store: Store) -> Self {
+        let server = &settings.config.homeserver.server_name;
+        let list = settings
+            .personas
+            .iter()
+            .filter_map(|p| {
+                let user_id = UserId::parse(format!("@{}:{server}", p.localpart)).ok()?;
+                Some(Persona {
+                    display_name: p.display_name.clone().unwrap_or_else(|| p.localpart.clone()),
+                    system_prompt: p.system_prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.to_owned()),
+                    greeting: p.greeting.clone(),
+                    user_id,
+                })
+            })
+            .collect();
+        Self { list: Arc::new(list), matrix, store }
+    }
+
+    pub fn all(&self) -> &[Persona] {
+        &self.list
+    }
+
+    pub fn get(&self, user: &str) -> Option<&Persona> {
+        self.list.iter().find(|p| p.user_id.as_str() == user)
+    }
+
+    pub fn is_persona(&self, user: &UserId) -> bool {
+        self.get(user.as_str()).is_some()
+    }
+
+    /// Registers the persona and sets its display name, once.
+    pub async fn ensure_registered(&self, user: &UserId) -> Result<(), Error> {
+        let Some(persona) = self.get(user.as_str()) else { return Ok(()) };
+        if self.store.persona_registered(user.as_str()).await? {
+            return Ok(());
+        }
+        self.matrix.register(user.localpart()).await?;
+        self.matrix.set_display_name(user, &persona.display_name).await?;
+        self.store.mark_persona_registered(user.as_str(), now_ms()).await?;
+        tracing::info!(%user, "persona registered");
+        Ok(())
+    }
+
+    /// Registers every persona (at start).
+    pub async fn register_all(&self) -> Result<(), Error> {
+        for p in self.list.iter() {
+            self.ensure_registered(&p.user_id).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,137 @@
+//! `events`: the inbox and the room history.
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{Result, Store};
+
+/// An event as the homeserver pushed it, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub event_id: String,
+    pub room_id: String,
+    pub sender: String,
+    pub event_type: String,
+    pub state_key: Option<String>,
+    pub origin_ts: i64,
+    /// The whole event JSON, as received.
+    pub event: String,
+}
+
+/// A stored event.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub event_id: String,
+    pub room_id: String,
+    pub sender: String,
+    pub event_type: String,
+    pub state_key: Option<String>,
+    pub origin_ts: i64,
+    pub event: Value,
+    pub processed: bool,
+}
+
+impl StoredEvent {
+    pub fn content(&self) -> &Value {
+        self.event.get("content").unwrap_or(&Value::Null)
+    }
+
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self> {
+        let text: String = row.try_get("event")?;
+        Ok(Self {
+            seq: row.try_get("seq")?,
+            event_id: row.try_get("event_id")?,
+            room_id: row.try_get("room_id")?,
+            sender: row.try_get("sender")?,
+            event_type: row.try_get("event_type")?,
+            state_key: row.try_get("state_key")?,
+            origin_ts: row.try_get("origin_ts")?,
+            event: serde_json::from_str(&text)?,
+            processed: row.try_get::<i64, _>("processed")? != 0,
+        })
+    }
+}
+
+const COLUMNS: &str = "seq, event_id, room_id, sender, event_type, state_key, origin_ts, event, processed";
+
+impl Store {
+    /// Stores events in one transaction; an event id seen before is skipped. Returns how
+    /// many were new.
+    pub async fn insert_events(&self, events: &[NewEvent], now: i64) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let mut inserted = 0;
+        for e in events {
+            inserted += sqlx::query(
+                "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
+            )
+            .bind(&e.event_id)
+            .bind(&e.room_id)
+            .bind(&e.sender)
+            .bind(&e.event_type)
+            .bind(&e.state_key)
+            .bind(e.origin_ts)
+            .bind(&e.event)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    /// Rooms that have events not yet handled, oldest first.
+    pub async fn rooms_with_pending(&self) -> Result<Vec<String>> {
+        let rows = sqlx::query("SELECT room_id, MIN(seq) AS first FROM events WHERE processed = 0 GROUP BY room_id ORDER BY first")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok(r.try_get("room_id")?)).collect()
+    }
+
+    /// A room's unhandled events not claimed by a turn, in arrival order.
+    pub async fn pending_events(&self, room_id: &str) -> Result<Vec<StoredEvent>> {
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE processed = 0 AND turn_id IS NULL AND room_id = ? ORDER BY seq");
+        let rows = sqlx::query(&sql).bind(room_id).fetch_all(&self.pool).await?;
+        rows.iter().map(StoredEvent::from_row).collect()
+    }
+
+    /// Marks events handled (those that started no turn).
+    pub async fn mark_processed(&self, seqs: &[i64]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for seq in seqs {
+            sqlx::query("UPDATE events SET processed = 1 WHERE seq = ?").bind(seq).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The room's most recent messages (and reactions) up to and including `upto_seq`,
+    /// newest last, at most `limit`.
+    pub async fn history(&self, room_id: &str, upto_seq: i64, limit: i64) -> Result<Vec<StoredEvent>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events WHERE room_id = ? AND seq <= ? AND event_type = 'm.room.message'
+             ORDER BY seq DESC LIMIT ?"
+        );
+        let rows = sqlx::query(&sql).bind(room_id).bind(upto_seq).bind(limit).fetch_all(&self.pool).await?;
+        let mut events: Vec<StoredEvent> = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;
+        events.reverse();
+        Ok(events)
+    }
+
+    /// One stored event by id.
+    pub async fn event(&self, event_id: &str) -> Result<Option<StoredEvent>> {
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE event_id = ?");
+        let row = sqlx::query(&sql).bind(event_id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(StoredEvent::from_row).transpose()
+    }
+
+    /// All events of a room in arrival order (for operators and tests).
+    pub async fn room_events(&self, room_id: &str) -> Result<Vec<StoredEvent>> {
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE room_id = ? ORDER BY seq");
+        let rows = sqlx::query(&sql).bind(room_id).fetch_all(&self.pool).await?;
+        rows.iter().map(StoredEvent::from_row).collect()
+    }
+}

@@ -1,0 +1,34 @@
+//! `meta` and `personas`: facts about this installation.
+
+use sqlx::Row;
+
+use super::{Result, Store};
+
+impl Store {
+    /// This installation's random id, created on first use.
+    pub async fn instance_id(&self) -> Result<String> {
+        let candidate = crate::registration::token()[..10].to_owned();
+        sqlx::query("INSERT INTO meta (key, value) VALUES ('instance_id', ?) ON CONFLICT (key) DO NOTHING")
+            .bind(&candidate)
+            .execute(&self.pool)
+            .await?;
+        let row = sqlx::query("SELECT value FROM meta WHERE key = 'instance_id'").fetch_one(&self.pool).await?;
+        Ok(row.try_get("value")?)
+    }
+
+    /// Whether a persona was registered with the homeserver.
+    pub async fn persona_registered(&self, user_id: &str) -> Result<bool> {
+        let row = sqlx::query("SELECT 1 FROM personas WHERE user_id = ?").bind(user_id).fetch_optional(&self.pool).await?;
+        Ok(row.is_some())
+    }
+
+    /// Records that a persona is registered.
+    pub async fn mark_persona_registered(&self, user_id: &str, now: i64) -> Result<()> {
+        sqlx::query("INSERT INTO personas (user_id, registered_at) VALUES (?, ?) ON CONFLICT (user_id) DO NOTHING")
+            .bind(user_id)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

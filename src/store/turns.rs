@@ -1,0 +1,103 @@
+//! `turns`: one row per LLM turn, and the claim of the events it answers.
+
+use sqlx::Row;
+
+use super::{Result, Store, StoredEvent};
+
+/// A turn that was started (and, if found at start-up, cut short).
+#[derive(Debug, Clone)]
+pub struct TurnRow {
+    pub id: i64,
+    pub room_id: String,
+    pub persona: String,
+    pub asker: String,
+}
+
+/// What a finished turn records.
+#[derive(Debug, Clone, Default)]
+pub struct TurnRecord {
+    pub outcome: String,
+    pub rounds: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Store {
+    /// Starts a turn answering the events `seqs` (claimed by it in the same transaction).
+    pub async fn start_turn(&self, room_id: &str, persona: &str, asker: &str, seqs: &[i64], now: i64) -> Result<i64> {
+        let mut tx = self.pool.begin().await?;
+        let id: i64 = sqlx::query(
+            "INSERT INTO turns (room_id, persona, asker, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+        )
+        .bind(room_id)
+        .bind(persona)
+        .bind(asker)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("id")?;
+        for seq in seqs {
+            sqlx::query("UPDATE events SET turn_id = ? WHERE seq = ?").bind(id).bind(seq).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// A turn of this room that was started but never finished (a crash), with the events
+    /// it claimed.
+    pub async fn unfinished_turn(&self, room_id: &str) -> Result<Option<(TurnRow, Vec<StoredEvent>)>> {
+        let row = sqlx::query("SELECT id, room_id, persona, asker FROM turns WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1")
+            .bind(room_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let turn = TurnRow {
+            id: row.try_get("id")?,
+            room_id: row.try_get("room_id")?,
+            persona: row.try_get("persona")?,
+            asker: row.try_get("asker")?,
+        };
+        let rows = sqlx::query(
+            "SELECT seq, event_id, room_id, sender, event_type, state_key, origin_ts, event, processed
+             FROM events WHERE turn_id = ? ORDER BY seq",
+        )
+        .bind(turn.id)
+        .fetch_all(&self.pool)
+        .await?;
+        let events = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;
+        Ok(Some((turn, events)))
+    }
+
+    /// Finishes a turn and marks its events handled, atomically.
+    pub async fn finish_turn(&self, id: i64, record: &TurnRecord, now: i64) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE turns SET state = 'done', finished_at = ?, outcome = ?, rounds = ?, prompt_tokens = ?, completion_tokens = ?
+             WHERE id = ?",
+        )
+        .bind(now)
+        .bind(&record.outcome)
+        .bind(record.rounds)
+        .bind(record.prompt_tokens as i64)
+        .bind(record.completion_tokens as i64)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE events SET processed = 1 WHERE turn_id = ?").bind(id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Finished turns of a room: (outcome, rounds, prompt tokens, completion tokens).
+    pub async fn turn_outcomes(&self, room_id: &str) -> Result<Vec<(String, i64, i64, i64)>> {
+        let rows = sqlx::query(
+            "SELECT outcome, rounds, prompt_tokens, completion_tokens FROM turns WHERE room_id = ? AND state = 'done' ORDER BY id",
+        )
+        .bind(room_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("outcome")?, r.try_get("rounds")?, r.try_get("prompt_tokens")?, r.try_get("completion_tokens")?)))
+            .collect()
+    }
+}

@@ -1,0 +1,206 @@
+//! The conversation the model sees, built without I/O: the persona's system prompt, the
+//! tools' prompt line, where we are (DM or group, who asks, the time), then the room's
+//! recent messages within a character budget (in a thread: the thread only). The
+//! persona's own messages are the assistant's turns, shown as their text fallback; button
+//! presses are spelled out.
+
+use serde_json::Value;
+
+use super::triggers::Trigger;
+use crate::agent::Message;
+use crate::store::StoredEvent;
+
+/// Where the turn happens and for whom.
+#[derive(Debug, Clone)]
+pub struct Situation<'a> {
+    pub persona_id: &'a str,
+    pub display_name: &'a str,
+    pub system_prompt: &'a str,
+    pub tools_line: &'a str,
+    pub is_dm: bool,
+    pub room_id: &'a str,
+    pub asker: &'a str,
+    pub now_ms: i64,
+    /// The thread the turn answers in, if any.
+    pub thread_root: Option<&'a str>,
+    /// Characters of history at most.
+    pub budget: usize,
+}
+
+/// Builds the conversation. `history` is the room's messages in order (including the
+/// triggering ones); `presses` the button presses (reactions) that started the turn.
+pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Trigger]) -> Vec<Message> {
+    let place = if s.is_dm {
+        format!("a direct chat with {}", s.asker)
+    } else {
+        format!("the group room {} (answer the person who addressed you)", s.room_id)
+    };
+    let system = format!(
+        "{}\n\n{}\n\nYou are {} ({}), in {place}. Asked by: {}. Now: {}.{}",
+        s.system_prompt,
+        s.tools_line,
+        s.display_name,
+        s.persona_id,
+        s.asker,
+        rfc3339(s.now_ms),
+        s.thread_root.map(|r| format!(" This conversation is the thread rooted at {r}.")).unwrap_or_default(),
+    );
+    let mut lines: Vec<Message> = Vec::new();
+    let mut used = 0;
+    for event in history.iter().rev().filter(|e| in_scope(e, s.thread_root)) {
+        let Some(message) = as_message(event, s.persona_id) else { continue };
+        let len = match &message {
+            Message::User(t) | Message::System(t) => t.len(),
+            Message::Assistant { text, .. } => text.as_deref().map_or(0, str::len),
+            Message::Tool { content, .. } => content.len(),
+        };
+        if used + len > s.budget && !lines.is_empty() {
+            break;
+        }
+        used += len;
+        lines.push(message);
+    }
+    lines.reverse();
+    let mut out = vec![Message::System(system)];
+    out.extend(lines);
+    for press in presses {
+        if let Trigger::ButtonReact { key, label, message } = press {
+            out.push(Message::User(format!("{} pressed the button \"{label}\" ({key}) on your message {message}.", s.asker)));
+        }
+    }
+    out
+}
+
+fn in_scope(event: &StoredEvent, thread_root: Option<&str>) -> bool {
+    let Some(root) = thread_root else { return true };
+    let relates = event.content().get("m.relates_to");
+    event.event_id == root
+        || (relates.and_then(|r| r.get("rel_type")).and_then(Value::as_str) == Some("m.thread")
+            && relates.and_then(|r| r.get("event_id")).and_then(Value::as_str) == Some(root))
+}
+
+fn as_message(event: &StoredEvent, persona_id: &str) -> Option<Message> {
+    let content = event.content();
+    let rel = content.get("m.relates_to").and_then(|r| r.get("rel_type")).and_then(Value::as_str);
+    if rel == Some("m.replace") {
+        return None;
+    }
+    let body = content.get("body").and_then(Value::as_str)?;
+    if event.sender == persona_id {
+        return Some(Message::Assistant {
+            text: Some(format!("{body}\n[event_id: {}]", event.event_id)),
+            tool_calls: Vec::new(),
+        });
+    }
+    let mut line = format!("{} [{}]: {body}", event.sender, event.event_id);
+    if let Some(id) = crate::blocks::read_used_id(content) {
+        line.push_str(&format!(" (sent by pressing the button with id \"{id}\")"));
+    }
+    if content.get("msgtype").and_then(Value::as_str) == Some("m.emote") {
+        line = format!("* {} {body}", event.sender);
+    }
+    Some(Message::User(line))
+}
+
+/// `2026-11-29T20:37:00Z` from epoch milliseconds (UTC).
+pub fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(seq: i64, sender: &str, content: Value) -> StoredEvent {
+        StoredEvent {
+            seq,
+            event_id: format!("$e{seq}"),
+            room_id: "!r".into(),
+            sender: sender.into(),
+            event_type: "m.room.message".into(),
+            state_key: None,
+            origin_ts: 0,
+            event: json!({"content": content}),
+            processed: false,
+        }
+    }
+
+    fn situation(thread_root: Option<&'static str>, budget: usize) -> Situation<'static> {
+        Situation {
+            persona_id: "@bot:x",
+            display_name: "Bot",
+            system_prompt: "Be kind.",
+            tools_line: "TOOLS",
+            is_dm: true,
+            room_id: "!r",
+            asker: "@alice:x",
+            now_ms: 1_795_979_710_219,
+            thread_root,
+            budget,
+        }
+    }
+
+    #[test]
+    fn conversation_has_prompt_situation_and_history_in_order() {
+        let history = vec![
+            ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "weather?"})),
+            ev(2, "@bot:x", json!({"msgtype": "m.text", "body": "Lisbon 21.5", "com.ianm.mtrix": {"v": 1}})),
+            ev(3, "@alice:x", json!({"msgtype": "m.text", "body": "* edited", "m.relates_to": {"rel_type": "m.replace", "event_id": "$e1"}})),
+            ev(4, "@alice:x", json!({"msgtype": "m.text", "body": "thanks"})),
+        ];
+        let msgs = build(&situation(None, 10_000), &history, &[]);
+        let Message::System(system) = &msgs[0] else { panic!("system first") };
+        assert!(system.starts_with("Be kind.\n\nTOOLS"));
+        assert!(system.contains("a direct chat with @alice:x"));
+        assert!(system.contains("Now: 2026-11-29T"));
+        assert_eq!(msgs.len(), 4);
+        assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather?".into()));
+        assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Lisbon 21.5")));
+        assert_eq!(msgs[3], Message::User("@alice:x [$e4]: thanks".into()));
+    }
+
+    #[test]
+    fn history_is_cut_to_the_budget_keeping_the_newest() {
+        let history: Vec<StoredEvent> =
+            (1..=50).map(|i| ev(i, "@alice:x", json!({"msgtype": "m.text", "body": format!("message number {i}")}))).collect();
+        let msgs = build(&situation(None, 200), &history, &[]);
+        assert!(msgs.len() < 20);
+        assert_eq!(msgs.last(), Some(&Message::User("@alice:x [$e50]: message number 50".into())));
+    }
+
+    #[test]
+    fn threads_see_only_the_thread_and_presses_are_spelled_out() {
+        let in_thread = |seq, body: &str| {
+            ev(seq, "@alice:x", json!({"msgtype": "m.text", "body": body, "m.relates_to": {"rel_type": "m.thread", "event_id": "$e1"}}))
+        };
+        let history = vec![
+            ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "root"})),
+            ev(2, "@bob:x", json!({"msgtype": "m.text", "body": "elsewhere"})),
+            in_thread(3, "in thread"),
+        ];
+        let press = Trigger::ButtonReact { key: "✅".into(), label: "Yes".into(), message: "$m".into() };
+        let msgs = build(&situation(Some("$e1"), 10_000), &history, &[press]);
+        assert_eq!(msgs.len(), 4);
+        assert_eq!(msgs[2], Message::User("@alice:x [$e3]: in thread".into()));
+        assert_eq!(msgs[3], Message::User("@alice:x pressed the button \"Yes\" (✅) on your message $m.".into()));
+    }
+
+    #[test]
+    fn timestamps_format_as_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_795_979_710_219), "2026-11-29T18:35:10Z");
+    }
+}

@@ -1,0 +1,180 @@
+//! When the bot answers: a pure function over one event and the facts about its room
+//! (gathered from the store by the caller), table-tested.
+//!
+//! DMs: every `m.text` / `m.emote` from the human. Group rooms: a mention (`m.mentions`,
+//! display name or localpart in the body), a reply to one of the persona's messages, or a
+//! message in a thread the persona posted in. A reaction whose key matches a `react`
+//! button of the persona's message, and a message sent by pressing a `send` button, are
+//! button presses. Never: our own personas, `m.notice` (what other bots send), edits,
+//! redacted events, senders not allowed, or events older than the staleness window.
+
+use serde_json::Value;
+
+use crate::blocks::{Action, read_used_id};
+
+/// Why the bot answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trigger {
+    /// A message in a DM (or any message where mentions are not required).
+    Message,
+    Mention,
+    Reply,
+    Thread,
+    /// A reaction matching a `react` button of the persona's message.
+    ButtonReact { key: String, label: String, message: String },
+    /// A message sent by pressing a `send` button that had this id.
+    ButtonSend { id: String },
+}
+
+/// What the caller knows about the event's room and relations.
+#[derive(Debug, Clone, Default)]
+pub struct Facts<'a> {
+    pub persona_id: &'a str,
+    pub display_name: &'a str,
+    pub is_dm: bool,
+    pub sender_is_ours: bool,
+    pub sender_allowed: bool,
+    pub now_ms: i64,
+    pub staleness_ms: i64,
+    pub group_requires_mention: bool,
+    /// The event replies to a message of this persona.
+    pub replies_to_persona: bool,
+    /// The event is in a thread the persona posted in.
+    pub in_persona_thread: bool,
+    /// For a reaction on a message of this persona: that message's buttons.
+    pub reacted_buttons: Option<&'a [crate::blocks::Button]>,
+}
+
+/// Whether (and why) `event` starts a turn for the persona in `facts`.
+pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
+    if facts.sender_is_ours || !facts.sender_allowed {
+        return None;
+    }
+    let ts = event.get("origin_server_ts").and_then(Value::as_i64).unwrap_or(facts.now_ms);
+    if facts.now_ms - ts > facts.staleness_ms {
+        return None;
+    }
+    let content = event.get("content")?;
+    let relates = content.get("m.relates_to");
+    let rel_type = relates.and_then(|r| r.get("rel_type")).and_then(Value::as_str);
+    match event.get("type").and_then(Value::as_str)? {
+        "m.reaction" => {
+            let key = relates?.get("key")?.as_str()?;
+            let message = relates?.get("event_id")?.as_str()?;
+            let button = facts.reacted_buttons?.iter().find(|b| matches!(&b.action, Action::React { key: k } if k == key))?;
+            Some(Trigger::ButtonReact { key: key.to_owned(), label: button.label.clone(), message: message.to_owned() })
+        }
+        "m.room.message" => {
+            let msgtype = content.get("msgtype").and_then(Value::as_str)?;
+            if !matches!(msgtype, "m.text" | "m.emote") || rel_type == Some("m.replace") {
+                return None;
+            }
+            let body = content.get("body").and_then(Value::as_str)?;
+            if let Some(id) = read_used_id(content) {
+                return Some(Trigger::ButtonSend { id: id.to_owned() });
+            }
+            if facts.is_dm {
+                return Some(Trigger::Message);
+            }
+            if mentions(content, body, facts) {
+                return Some(Trigger::Mention);
+            }
+            if facts.replies_to_persona {
+                return Some(Trigger::Reply);
+            }
+            if facts.in_persona_thread {
+                return Some(Trigger::Thread);
+            }
+            (!facts.group_requires_mention).then_some(Trigger::Message)
+        }
+        _ => None,
+    }
+}
+
+fn mentions(content: &Value, body: &str, facts: &Facts<'_>) -> bool {
+    let listed = content
+        .get("m.mentions")
+        .and_then(|m| m.get("user_ids"))
+        .and_then(Value::as_array)
+        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(facts.persona_id)));
+    let body = body.to_lowercase();
+    let localpart = facts.persona_id.trim_start_matches('@').split(':').next().unwrap_or_default().to_lowercase();
+    let named = |name: &str| !name.is_empty() && contains_word(&body, name);
+    listed || body.contains(&facts.persona_id.to_lowercase()) || named(&facts.display_name.to_lowercase()) || named(&localpart)
+}
+
+/// `needle` in `hay` not as part of a longer word.
+fn contains_word(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(at, _)| {
+        let before = hay[..at].chars().next_back();
+        let after = hay[at + needle.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blocks::Button;
+    use serde_json::json;
+
+    const NOW: i64 = 1_000_000_000;
+
+    fn facts() -> Facts<'static> {
+        Facts {
+            persona_id: "@richbot:example.org",
+            display_name: "Richbot",
+            is_dm: false,
+            sender_is_ours: false,
+            sender_allowed: true,
+            now_ms: NOW,
+            staleness_ms: 300_000,
+            group_requires_mention: true,
+            ..Facts::default()
+        }
+    }
+
+    fn msg(content: Value) -> Value {
+        json!({"type": "m.room.message", "origin_server_ts": NOW - 1000, "content": content})
+    }
+
+    #[test]
+    fn trigger_table() {
+        let buttons = vec![Button {
+            label: "Yes".into(),
+            action: Action::React { key: "✅".into() },
+            style: None,
+            id: None,
+        }];
+        let buttons: &'static [Button] = Box::leak(buttons.into_boxed_slice());
+        let text = |b: &str| msg(json!({"msgtype": "m.text", "body": b}));
+        let dm = Facts { is_dm: true, ..facts() };
+        let cases: Vec<(&str, Value, Facts<'static>, Option<Trigger>)> = vec![
+            ("dm text", text("hi"), dm.clone(), Some(Trigger::Message)),
+            ("dm emote", msg(json!({"msgtype": "m.emote", "body": "waves"})), dm.clone(), Some(Trigger::Message)),
+            ("dm notice", msg(json!({"msgtype": "m.notice", "body": "bot says"})), dm.clone(), None),
+            ("dm image", msg(json!({"msgtype": "m.image", "body": "x.png"})), dm.clone(), None),
+            ("own persona", text("hi"), Facts { sender_is_ours: true, ..dm.clone() }, None),
+            ("not allowed", text("hi"), Facts { sender_allowed: false, ..dm.clone() }, None),
+            ("stale", json!({"type": "m.room.message", "origin_server_ts": NOW - 301_000, "content": {"msgtype": "m.text", "body": "hi"}}), dm.clone(), None),
+            ("edit", msg(json!({"msgtype": "m.text", "body": "* hi", "m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}})), dm.clone(), None),
+            ("redacted", json!({"type": "m.room.message", "origin_server_ts": NOW, "content": {}}), dm.clone(), None),
+            ("group plain", text("hello all"), facts(), None),
+            ("group plain, mentions off", text("hello all"), Facts { group_requires_mention: false, ..facts() }, Some(Trigger::Message)),
+            ("group m.mentions", msg(json!({"msgtype": "m.text", "body": "hey", "m.mentions": {"user_ids": ["@richbot:example.org"]}})), facts(), Some(Trigger::Mention)),
+            ("group display name", text("richbot, weather?"), facts(), Some(Trigger::Mention)),
+            ("group name inside a word", text("richbots are fun"), facts(), None),
+            ("group user id", text("ask @richbot:example.org"), facts(), Some(Trigger::Mention)),
+            ("group reply", text("and tomorrow?"), Facts { replies_to_persona: true, ..facts() }, Some(Trigger::Reply)),
+            ("group thread", text("more"), Facts { in_persona_thread: true, ..facts() }, Some(Trigger::Thread)),
+            ("button send", msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})), facts(), Some(Trigger::ButtonSend { id: "more".into() })),
+            ("react button", json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}), Facts { reacted_buttons: Some(buttons), ..facts() }, Some(Trigger::ButtonReact { key: "✅".into(), label: "Yes".into(), message: "$m".into() })),
+            ("react other key", json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "👍"}}}), Facts { reacted_buttons: Some(buttons), ..facts() }, None),
+            ("react on someone else's message", json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}), facts(), None),
+            ("member event", json!({"type": "m.room.member", "origin_server_ts": NOW, "content": {"membership": "join"}}), dm.clone(), None),
+        ];
+        for (name, event, facts, want) in cases {
+            assert_eq!(trigger(&event, &facts), want, "{name}");
+        }
+    }
+}
