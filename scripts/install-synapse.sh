@@ -19,7 +19,7 @@ flock 9
 
 installed() {
   [ -x "$VENV/bin/python" ] &&
-    [ "$("$VENV/bin/python" -c 'import synapse; print(synapse.__version__)' 2>/dev/null)" = "$SYNAPSE_VERSION" ]
+    [ "$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("matrix-synapse"))' 2>/dev/null)" = "$SYNAPSE_VERSION" ]
 }
 
 if installed; then

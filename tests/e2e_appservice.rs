@@ -1,0 +1,118 @@
+//! The appservice against a real Synapse: personas joining, invites declined, durability
+//! across richbot and Synapse restarts, and `richbot check`.
+
+mod support;
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+use support::{BOT, Env, HELPER, eventually};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn personas_join_on_invite_and_disallowed_invites_are_declined() {
+    let env = Env::start().await;
+    let room = env.alice.create_room(&[BOT], false).await;
+    env.alice.invite(&room, HELPER).await; // not registered yet: Synapse asks us (user query)
+    env.wait_joined(&room, BOT).await;
+    env.wait_joined(&room, HELPER).await;
+
+    let helper_profile = env.alice.call(Method::GET, &format!("/_matrix/client/v3/profile/{}", support::enc(HELPER)), None).await;
+    assert_eq!(helper_profile.1["displayname"], "Helper");
+
+    let theirs = env.mallory.create_room(&[BOT], true).await;
+    let mallory = env.mallory.clone();
+    eventually("the invite from mallory is declined", Duration::from_secs(20), || {
+        let mallory = mallory.clone();
+        let theirs = theirs.clone();
+        async move {
+            let state = mallory.call(Method::GET, &format!("/_matrix/client/v3/rooms/{}/state/m.room.member/{}", support::enc(&theirs), support::enc(BOT)), None).await;
+            (state.1["membership"] == "leave").then_some(())
+        }
+    })
+    .await;
+    assert!(env.mallory.messages_from(&theirs, BOT).await.is_empty(), "nothing is posted to a declined room");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persona_leaves_a_room_when_it_is_the_last_member() {
+    let env = Env::start().await;
+    let room = env.alice.create_room(&[BOT], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.alice.leave(&room).await;
+    let store = env.store().await;
+    eventually("the persona leaves the empty room", Duration::from_secs(20), || {
+        let store = store.clone();
+        let room = room.clone();
+        async move { store.joined_members(&room).await.expect("members").is_empty().then_some(()) }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_sent_while_richbot_is_down_are_stored_once_in_order() {
+    let mut env = Env::start().await;
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+
+    env.bot.stop().await;
+    let mut sent = Vec::new();
+    for i in 0..20 {
+        sent.push(env.alice.say(&room, &format!("message {i} while down")).await);
+    }
+    env.start_bot_again().await;
+    // A successful ping makes Synapse retry its queued transactions at once.
+    let matrix = richbot::matrix::Client::new(&env.synapse.url, &env.synapse.as_token, Default::default());
+    matrix.ping(support::synapse::AS_ID, "after-restart").await.expect("ping both ways");
+
+    let store = env.store().await;
+    let stored = eventually("all 20 messages stored", Duration::from_secs(60), || {
+        let store = store.clone();
+        let room = room.clone();
+        let sent = sent.clone();
+        async move {
+            let ids: Vec<String> = store.room_events(&room).await.expect("events").into_iter().map(|e| e.event_id).filter(|id| sent.contains(id)).collect();
+            (ids.len() >= 20).then_some(ids)
+        }
+    })
+    .await;
+    assert_eq!(stored, sent, "each message exactly once, in order");
+
+    // Synapse restarts its transaction ids at 1; new events must still be stored.
+    let s = &mut env.synapse;
+    tokio::task::block_in_place(|| s.restart());
+    let after = env.alice.say(&room, "after the homeserver restarted").await;
+    eventually("the event after the Synapse restart is stored", Duration::from_secs(60), || {
+        let store = store.clone();
+        let after = after.clone();
+        async move { store.event(&after).await.expect("event").map(|_| ()) }
+    })
+    .await;
+    let all = store.room_events(&room).await.expect("events");
+    let mut ids: Vec<&str> = all.iter().map(|e| e.event_id.as_str()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), all.len(), "no event stored twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_every_part_and_names_the_failing_one() {
+    let mut env = Env::start().await;
+    let bin = env!("CARGO_BIN_EXE_richbot");
+    let out = tokio::process::Command::new(bin).arg("check").arg("--config").arg(&env.config_path).output().await.expect("run check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for name in ["config", "database", "homeserver", "appservice ping", "llm"] {
+        assert!(stdout.lines().any(|l| l.starts_with("ok") && l.contains(&format!("{name}:"))), "{name} in:\n{stdout}");
+    }
+
+    env.bot.stop().await;
+    let s = &mut env.synapse;
+    tokio::task::block_in_place(|| s.stop());
+    let out = tokio::process::Command::new(bin).arg("check").arg("--config").arg(&env.config_path).output().await.expect("run check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("FAIL homeserver:")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("ok") && l.contains("llm:")), "{stdout}");
+    let _ = json!({});
+}

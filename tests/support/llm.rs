@@ -1,0 +1,143 @@
+//! The only stand-in: an OpenAI-compatible chat server on a loopback port, scripted per
+//! test (tool calls, text, malformed arguments, errors, delays, a call that never answers)
+//! and recording every request it got.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+/// One scripted answer.
+#[derive(Clone)]
+pub enum Step {
+    Text(String),
+    /// Tool calls: (name, arguments as the model would send them: JSON text, maybe broken).
+    Calls(Vec<(String, String)>),
+    Status(u16),
+    Delay(Duration, Box<Step>),
+    /// Never answers (the request hangs until the client gives up or is killed).
+    Hang,
+}
+
+pub fn call(name: &str, args: Value) -> Step {
+    Step::Calls(vec![(name.to_owned(), args.to_string())])
+}
+
+pub fn text(t: &str) -> Step {
+    Step::Text(t.to_owned())
+}
+
+type Responder = Arc<dyn Fn(&Value) -> Step + Send + Sync>;
+
+#[derive(Clone, Default)]
+struct Shared {
+    script: Arc<Mutex<VecDeque<Step>>>,
+    responder: Arc<Mutex<Option<Responder>>>,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+pub struct FakeLlm {
+    pub base_url: String,
+    shared: Shared,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeLlm {
+    pub async fn start() -> Self {
+        let shared = Shared::default();
+        let app = Router::new()
+            .route("/v1/models", get(|| async { Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]})) }))
+            .route("/v1/chat/completions", post(complete))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base_url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { base_url, shared, task }
+    }
+
+    /// Queues answers, used in order; when the queue is empty the responder (or
+    /// `[no reply]`) answers.
+    pub fn script(&self, steps: impl IntoIterator<Item = Step>) {
+        self.shared.script.lock().expect("lock").extend(steps);
+    }
+
+    /// Answers every request by looking at it (for tests where order is not fixed).
+    pub fn respond_with(&self, f: impl Fn(&Value) -> Step + Send + Sync + 'static) {
+        *self.shared.responder.lock().expect("lock") = Some(Arc::new(f));
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.requests.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn complete(State(shared): State<Shared>, Json(request): Json<Value>) -> Response {
+    shared.requests.lock().expect("lock").push(request.clone());
+    let step = shared.script.lock().expect("lock").pop_front();
+    let step = step.unwrap_or_else(|| match shared.responder.lock().expect("lock").as_ref() {
+        Some(f) => f(&request),
+        None => text("[no reply]"),
+    });
+    answer(step).await
+}
+
+async fn answer(step: Step) -> Response {
+    let mut step = step;
+    loop {
+        match step {
+            Step::Delay(d, next) => {
+                tokio::time::sleep(d).await;
+                step = *next;
+            }
+            Step::Hang => std::future::pending::<()>().await,
+            Step::Status(code) => {
+                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                return (status, Json(json!({"error": {"message": "scripted failure", "type": "server_error", "param": null, "code": null}}))).into_response();
+            }
+            Step::Text(t) => return Json(completion(json!({"role": "assistant", "content": t}), "stop")).into_response(),
+            Step::Calls(calls) => {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, args))| json!({"id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": args}}))
+                    .collect();
+                return Json(completion(json!({"role": "assistant", "content": null, "tool_calls": calls}), "tool_calls")).into_response();
+            }
+        }
+    }
+}
+
+fn completion(message: Value, finish: &str) -> Value {
+    json!({
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "test-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    })
+}
+
+fn rand_id() -> String {
+    use rand::distr::{Alphanumeric, SampleString};
+    Alphanumeric.sample_string(&mut rand::rng(), 8)
+}
+
+/// The text of the last tool result in a request, parsed.
+pub fn last_tool_result(request: &Value) -> Option<Value> {
+    let messages = request.get("messages")?.as_array()?;
+    let m = messages.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("tool"))?;
+    serde_json::from_str(m.get("content")?.as_str()?).ok()
+}

@@ -1,0 +1,296 @@
+//! Test support shared by the end-to-end tests: a real Synapse, the scripted LLM, richbot
+//! itself (in-process or as the real binary), and plain-HTTP human users.
+#![allow(dead_code, unused_imports)]
+
+pub mod llm;
+pub mod synapse;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use richbot::config::{self, Settings};
+use serde_json::{Value, json};
+
+pub use llm::{FakeLlm, Step};
+pub use synapse::Synapse;
+
+/// Waits until `f` returns `Some`, polling; panics with `what` after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A running richbot (in-process).
+pub struct Bot {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Bot {
+    pub async fn start(settings: Settings, listener: tokio::net::TcpListener) -> Self {
+        let addr = listener.local_addr().expect("addr");
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            richbot::run(settings, listener, async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("richbot ran");
+        });
+        Self { addr, stop: Some(tx), task: Some(task) }
+    }
+
+    /// Graceful stop; returns once the listener is closed.
+    pub async fn stop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// A human user, driven over plain HTTP.
+#[derive(Clone)]
+pub struct User {
+    pub id: String,
+    pub token: String,
+    hs: String,
+    http: reqwest::Client,
+}
+
+impl User {
+    pub async fn register(hs: &str, name: &str) -> Self {
+        let http = reqwest::Client::new();
+        let url = format!("{hs}/_matrix/client/v3/register");
+        let body = json!({"username": name, "password": "correct horse battery", "inhibit_login": false});
+        let first: Value = http.post(&url).json(&body).send().await.expect("register").json().await.expect("json");
+        let session = first.get("session").cloned().unwrap_or(Value::Null);
+        let mut body = body;
+        body["auth"] = json!({"type": "m.login.dummy", "session": session});
+        let done: Value = http.post(&url).json(&body).send().await.expect("register").json().await.expect("json");
+        Self {
+            id: done["user_id"].as_str().unwrap_or_else(|| panic!("registered: {done}")).to_owned(),
+            token: done["access_token"].as_str().expect("token").to_owned(),
+            hs: hs.to_owned(),
+            http,
+        }
+    }
+
+    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.hs)).bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+        let (status, v) = self.call(method, path, body).await;
+        assert_eq!(status, 200, "{path}: {v}");
+        v
+    }
+
+    pub async fn create_room(&self, invite: &[&str], is_direct: bool) -> String {
+        let v = self.ok(Method::POST, "/_matrix/client/v3/createRoom", Some(json!({"invite": invite, "is_direct": is_direct, "preset": "private_chat"}))).await;
+        v["room_id"].as_str().expect("room id").to_owned()
+    }
+
+    pub async fn invite(&self, room: &str, user: &str) {
+        self.ok(Method::POST, &format!("/_matrix/client/v3/rooms/{}/invite", enc(room)), Some(json!({"user_id": user}))).await;
+    }
+
+    pub async fn join(&self, room: &str) {
+        self.ok(Method::POST, &format!("/_matrix/client/v3/rooms/{}/join", enc(room)), Some(json!({}))).await;
+    }
+
+    pub async fn leave(&self, room: &str) {
+        self.ok(Method::POST, &format!("/_matrix/client/v3/rooms/{}/leave", enc(room)), Some(json!({}))).await;
+    }
+
+    pub async fn send(&self, room: &str, event_type: &str, content: Value) -> String {
+        let txn = format!("t{}", rand_suffix());
+        let v = self.ok(Method::PUT, &format!("/_matrix/client/v3/rooms/{}/send/{event_type}/{txn}", enc(room)), Some(content)).await;
+        v["event_id"].as_str().expect("event id").to_owned()
+    }
+
+    pub async fn say(&self, room: &str, body: &str) -> String {
+        self.send(room, "m.room.message", json!({"msgtype": "m.text", "body": body})).await
+    }
+
+    pub async fn joined_members(&self, room: &str) -> Vec<String> {
+        let v = self.ok(Method::GET, &format!("/_matrix/client/v3/rooms/{}/joined_members", enc(room)), None).await;
+        v["joined"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The room's timeline, oldest first.
+    pub async fn messages(&self, room: &str) -> Vec<Value> {
+        let v = self.ok(Method::GET, &format!("/_matrix/client/v3/rooms/{}/messages?dir=b&limit=200", enc(room)), None).await;
+        let mut events = v["chunk"].as_array().cloned().unwrap_or_default();
+        events.reverse();
+        events
+    }
+
+    /// Messages (`m.room.message`) sent by `sender`, oldest first.
+    pub async fn messages_from(&self, room: &str, sender: &str) -> Vec<Value> {
+        self.messages(room).await.into_iter().filter(|e| e["type"] == "m.room.message" && e["sender"] == sender).collect()
+    }
+}
+
+pub fn enc(s: &str) -> String {
+    richbot::matrix::enc(s)
+}
+
+fn rand_suffix() -> String {
+    use rand::distr::{Alphanumeric, SampleString};
+    Alphanumeric.sample_string(&mut rand::rng(), 12)
+}
+
+/// Options for a test environment.
+#[derive(Clone)]
+pub struct Options {
+    /// Extra TOML appended to the generated config.
+    pub extra_toml: String,
+    pub personas: Vec<(&'static str, &'static str)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { extra_toml: String::new(), personas: vec![("richbot", "Richbot"), ("rb_helper", "Helper")] }
+    }
+}
+
+/// Synapse + fake LLM + richbot + two human users.
+pub struct Env {
+    pub synapse: Synapse,
+    pub llm: FakeLlm,
+    pub bot: Bot,
+    pub dir: tempfile::TempDir,
+    pub config_path: PathBuf,
+    pub alice: User,
+    pub bob: User,
+    /// Not in `access.allow`.
+    pub mallory: User,
+    pub bot_addr: SocketAddr,
+}
+
+pub const BOT: &str = "@richbot:localhost";
+pub const HELPER: &str = "@rb_helper:localhost";
+
+impl Env {
+    pub async fn start() -> Self {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(opts: Options) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let bot_addr = listener.local_addr().expect("addr");
+        let synapse = tokio::task::spawn_blocking(move || Synapse::start(&format!("http://{bot_addr}"))).await.expect("synapse");
+        let llm = FakeLlm::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config_path = dir.path().join("richbot.toml");
+        let mut toml = format!(
+            "[homeserver]\nurl = \"{}\"\nserver_name = \"localhost\"\n\n[appservice]\nregistration = \"{}\"\nlisten = \"{bot_addr}\"\n\n\
+             [database]\nurl = \"sqlite://{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = 20\n\n\
+             [access]\nallow = [\"@alice:localhost\", \"@bob:localhost\"]\n\n",
+            synapse.url,
+            synapse.registration.display(),
+            dir.path().join("richbot.db").display(),
+            llm.base_url,
+        );
+        for (localpart, name) in &opts.personas {
+            toml.push_str(&format!("[[personas]]\nlocalpart = \"{localpart}\"\ndisplay_name = \"{name}\"\nsystem_prompt = \"You are {name}.\"\n\n"));
+        }
+        toml.push_str(&opts.extra_toml);
+        std::fs::write(&config_path, toml).expect("config");
+        let settings = settings(&config_path);
+        let bot = Bot::start(settings, listener).await;
+        let alice = User::register(&synapse.url, "alice").await;
+        let bob = User::register(&synapse.url, "bob").await;
+        let mallory = User::register(&synapse.url, "mallory").await;
+        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr }
+    }
+
+    pub fn settings(&self) -> Settings {
+        settings(&self.config_path)
+    }
+
+    /// Stops the in-process bot and starts a new one on the same address and database.
+    pub async fn restart_bot(&mut self) {
+        self.bot.stop().await;
+        self.start_bot_again().await;
+    }
+
+    pub async fn start_bot_again(&mut self) {
+        let listener = tokio::net::TcpListener::bind(self.bot_addr).await.expect("rebind the bot address");
+        self.bot = Bot::start(self.settings(), listener).await;
+    }
+
+    /// A DM between alice and the default persona, joined.
+    pub async fn dm(&self) -> String {
+        let room = self.alice.create_room(&[BOT], true).await;
+        self.wait_joined(&room, BOT).await;
+        room
+    }
+
+    pub async fn wait_joined(&self, room: &str, user: &str) {
+        let alice = self.alice.clone();
+        eventually(&format!("{user} joins {room}"), Duration::from_secs(20), || {
+            let alice = alice.clone();
+            async move { alice.joined_members(room).await.iter().any(|u| u == user).then_some(()) }
+        })
+        .await;
+    }
+
+    /// Waits until `sender` has posted `n` messages in `room`, and returns them.
+    pub async fn wait_messages(&self, room: &str, sender: &str, n: usize) -> Vec<Value> {
+        let alice = self.alice.clone();
+        eventually(&format!("{n} message(s) from {sender}"), Duration::from_secs(30), || {
+            let alice = alice.clone();
+            async move {
+                let m = alice.messages_from(room, sender).await;
+                (m.len() >= n).then_some(m)
+            }
+        })
+        .await
+    }
+
+    /// Opens the bot's database (read side, for assertions).
+    pub async fn store(&self) -> richbot::store::Store {
+        richbot::store::Store::open(&format!("sqlite://{}", self.dir.path().join("richbot.db").display())).await.expect("store")
+    }
+
+    /// Waits until every turn in `room` is done, and at least `n` of them.
+    pub async fn wait_turns(&self, room: &str, n: usize) -> Vec<(String, i64, i64, i64)> {
+        let store = self.store().await;
+        eventually(&format!("{n} finished turn(s)"), Duration::from_secs(30), || {
+            let store = store.clone();
+            async move {
+                let t = store.turn_outcomes(room).await.expect("turns");
+                (t.len() >= n).then_some(t)
+            }
+        })
+        .await
+    }
+}
+
+pub fn settings(path: &std::path::Path) -> Settings {
+    config::load(path, std::iter::empty()).unwrap_or_else(|e| panic!("config: {e}"))
+}

@@ -1,0 +1,180 @@
+//! A real Synapse for end-to-end tests: installed from PyPI by `scripts/install-synapse.sh`
+//! into `target/synapse/venv` (cached), configured in a fresh work folder (on tmpfs when
+//! there is one), on a free loopback port, with our appservice registered. Stopped by PID
+//! on drop.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub const SERVER_NAME: &str = "localhost";
+pub const AS_ID: &str = "richbot";
+pub const SENDER: &str = "richbot";
+pub const PREFIX: &str = "rb_";
+
+pub struct Synapse {
+    pub url: String,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub as_token: String,
+    pub hs_token: String,
+    pub registration: PathBuf,
+    child: Option<Child>,
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn venv() -> PathBuf {
+    root().join("target/synapse/venv")
+}
+
+/// Installs Synapse once per test binary (the script itself is idempotent and locked).
+fn install() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let status = Command::new("bash").arg(root().join("scripts/install-synapse.sh")).arg(venv()).status().expect("running install-synapse.sh");
+        assert!(status.success(), "installing Synapse failed");
+    });
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+fn token() -> String {
+    use rand::distr::{Alphanumeric, SampleString};
+    Alphanumeric.sample_string(&mut rand::rng(), 32)
+}
+
+impl Synapse {
+    /// Starts a fresh Synapse whose appservice lives at `as_url`.
+    pub fn start(as_url: &str) -> Self {
+        install();
+        let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        let dir = base.join(format!("richbot-synapse-{}-{}", std::process::id(), token()[..8].to_lowercase()));
+        std::fs::create_dir_all(&dir).expect("work dir");
+        let port = free_port();
+        let (as_token, hs_token) = (token(), token());
+        let registration = dir.join("registration.yaml");
+        std::fs::write(
+            &registration,
+            format!(
+                "id: {AS_ID}\nurl: \"{as_url}\"\nas_token: \"{as_token}\"\nhs_token: \"{hs_token}\"\nsender_localpart: {SENDER}\n\
+                 rate_limited: false\nreceive_ephemeral: true\nnamespaces:\n  users:\n    - exclusive: true\n      regex: '@{PREFIX}.*:{SERVER_NAME}'\n  aliases: []\n  rooms: []\n"
+            ),
+        )
+        .expect("registration");
+        let d = dir.display();
+        let limits = [
+            "rc_message", "rc_registration", "rc_joins_per_room", "rc_room_creation", "rc_profile",
+        ]
+        .iter()
+        .map(|k| format!("{k}: {{per_second: 10000, burst_count: 10000}}\n"))
+        .collect::<String>();
+        let config = format!(
+            "server_name: \"{SERVER_NAME}\"\nreport_stats: false\npid_file: \"{d}/homeserver.pid\"\n\
+             listeners:\n  - port: {port}\n    bind_addresses: [\"127.0.0.1\"]\n    type: http\n    tls: false\n    x_forwarded: false\n    resources:\n      - names: [client]\n        compress: false\n\
+             database:\n  name: sqlite3\n  args:\n    database: \"{d}/homeserver.db\"\n\
+             log_config: \"{d}/log.config\"\nmedia_store_path: \"{d}/media\"\nsigning_key_path: \"{d}/signing.key\"\n\
+             registration_shared_secret: \"{}\"\nmacaroon_secret_key: \"{}\"\nform_secret: \"{}\"\n\
+             trusted_key_servers: []\nsuppress_key_server_warning: true\nfederation_domain_whitelist: []\n\
+             enable_registration: true\nenable_registration_without_verification: true\n\
+             presence:\n  enabled: false\nurl_preview_enabled: false\nenable_metrics: false\n\
+             app_service_config_files: [\"{}\"]\n{limits}\
+             rc_login:\n  address: {{per_second: 10000, burst_count: 10000}}\n  account: {{per_second: 10000, burst_count: 10000}}\n  failed_attempts: {{per_second: 10000, burst_count: 10000}}\n\
+             rc_joins:\n  local: {{per_second: 10000, burst_count: 10000}}\n  remote: {{per_second: 10000, burst_count: 10000}}\n\
+             rc_invites:\n  per_room: {{per_second: 10000, burst_count: 10000}}\n  per_user: {{per_second: 10000, burst_count: 10000}}\n  per_issuer: {{per_second: 10000, burst_count: 10000}}\n",
+            token(),
+            token(),
+            token(),
+            registration.display(),
+        );
+        std::fs::write(dir.join("homeserver.yaml"), config).expect("homeserver.yaml");
+        std::fs::write(
+            dir.join("log.config"),
+            format!(
+                "version: 1\nformatters:\n  precise:\n    format: '%(asctime)s - %(name)s - %(levelname)s - %(message)s'\n\
+                 handlers:\n  file:\n    class: logging.FileHandler\n    formatter: precise\n    filename: \"{d}/homeserver.log\"\n\
+                 root:\n  level: INFO\n  handlers: [file]\ndisable_existing_loggers: false\n"
+            ),
+        )
+        .expect("log.config");
+        let status = Command::new(venv().join("bin/generate_signing_key")).arg("-o").arg(dir.join("signing.key")).status().expect("generate_signing_key");
+        assert!(status.success());
+        let mut s = Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, hs_token, registration, child: None };
+        s.launch();
+        s
+    }
+
+    fn launch(&mut self) {
+        let out = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("synapse.out")).expect("log file");
+        let child = Command::new(venv().join("bin/python"))
+            .args(["-m", "synapse.app.homeserver", "-c"])
+            .arg(self.dir.join("homeserver.yaml"))
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("clone"))
+            .stderr(out)
+            .spawn()
+            .expect("starting Synapse");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if versions_ok(self.port) {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                let log = std::fs::read_to_string(self.dir.join("synapse.out")).unwrap_or_default();
+                panic!("Synapse exited during start ({status}):\n{log}");
+            }
+            assert!(Instant::now() < deadline, "Synapse not ready after 90 s; see {}", self.dir.display());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops Synapse (SIGTERM, then SIGKILL) by the PID we started.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops and starts Synapse on the same database and port.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+}
+
+/// `GET /_matrix/client/versions` answers 200 (plain HTTP/1.0 over a socket).
+fn versions_ok(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(b"GET /_matrix/client/versions HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
+}
+
+impl Drop for Synapse {
+    fn drop(&mut self) {
+        self.stop();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
