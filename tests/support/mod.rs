@@ -251,7 +251,12 @@ impl Env {
     }
 
     pub async fn wait_joined(&self, room: &str, user: &str) {
-        let alice = self.alice.clone();
+        self.wait_joined_seen_by(&self.alice, room, user).await;
+    }
+
+    /// Waits until `user` is joined to `room`, as `viewer` (a member) sees it.
+    pub async fn wait_joined_seen_by(&self, viewer: &User, room: &str, user: &str) {
+        let alice = viewer.clone();
         eventually(&format!("{user} joins {room}"), Duration::from_secs(20), || {
             let alice = alice.clone();
             async move { alice.joined_members(room).await.iter().any(|u| u == user).then_some(()) }
