@@ -1,0 +1,63 @@
+//! Crash safety with the real binary: `richbot serve` is killed (SIGKILL) after the model's
+//! tool call was posted but before the turn was recorded done; after a restart the turn
+//! resumes and the message is not posted twice.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+use support::llm::{Step, call, last_tool_result, text};
+use support::{BOT, Env, eventually};
+
+async fn spawn_serve(env: &Env) -> tokio::process::Child {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&env.config_path)
+        .env("RUST_LOG", "richbot=debug,info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn richbot serve");
+    let url = format!("http://{}/health", env.bot_addr);
+    eventually("richbot serve answers /health", Duration::from_secs(20), || {
+        let url = url.clone();
+        async move { reqwest::get(&url).await.ok().filter(|r| r.status().is_success()).map(|_| ()) }
+    })
+    .await;
+    child
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_after_posting_is_resumed_without_posting_twice() {
+    let mut env = Env::start().await;
+    let room = env.dm().await;
+    env.bot.stop().await;
+    let mut serve = spawn_serve(&env).await;
+
+    let args = json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": "21.5"}]}, "fallback": "Lisbon 21.5 °C"});
+    env.llm.script([call("rich_send", args.clone()), Step::Hang]);
+    env.alice.say(&room, "weather in Lisbon?").await;
+    let posted = env.wait_messages(&room, BOT, 1).await;
+    eventually("the model was asked again after the tool call", Duration::from_secs(20), || async {
+        (env.llm.requests().len() >= 2).then_some(())
+    })
+    .await;
+    serve.start_kill().expect("SIGKILL");
+    let _ = serve.wait().await;
+
+    env.llm.script([call("rich_send", args), text("[no reply]")]);
+    let mut serve = spawn_serve(&env).await;
+    let turns = env.wait_turns(&room, 1).await;
+    assert_eq!(turns[0].0, "no_reply");
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 4, "the resumed turn asked the model again");
+    assert_eq!(last_tool_result(&requests[3]).expect("result")["event_id"], posted[0]["event_id"], "the replayed send found the first post");
+    assert_eq!(env.alice.messages_from(&room, BOT).await.len(), 1, "posted once");
+    serve.start_kill().expect("kill");
+    let _ = serve.wait().await;
+}
