@@ -110,7 +110,7 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
 }
 
 fn load(path: &PathBuf) -> anyhow::Result<Settings> {
-    config::load(path, std::env::vars()).with_context(|| format!("invalid configuration {}", path.display()))
+    config::load(path, std::env::vars()).map_err(|e| anyhow::anyhow!("invalid configuration {}:\n{e}", path.display()))
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

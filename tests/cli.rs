@@ -1,0 +1,65 @@
+//! The `richbot` binary's offline commands: `blocks check`, `generate-registration`, and a
+//! bad config failing with one line per problem.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn richbot(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn blocks_check_prints_canonical_json_or_the_error_line() {
+    let ok = richbot(&["blocks", "check"], r#"{"v": 1, "blocks": [{"type": "weather", "location": "L", "temp": 21.5}]}"#);
+    assert!(ok.status.success());
+    let out: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("json");
+    assert_eq!(out["blocks"][0]["temp"], "21.5");
+
+    let bad = richbot(&["blocks", "check", "-"], r#"{"v": 1, "blocks": [{"type": "weather", "location": "L"}]}"#);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&bad.stderr).trim(), "blocks[0] (weather): missing required field \"temp\"");
+    assert!(bad.stdout.is_empty());
+
+    let tool = richbot(&["blocks", "check", "--tool", "rich_send"], r#"{"payload": {"v": 1, "blocks": [{"type": "math", "tex": "x^2"}]}}"#);
+    assert!(tool.status.success(), "{}", String::from_utf8_lossy(&tool.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&tool.stdout).expect("json");
+    assert_eq!(out["fallback"], "x^2");
+
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/02-table.json");
+    assert!(richbot(&["blocks", "check", fixture], "").status.success());
+}
+
+#[test]
+fn generate_registration_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("registration.yaml");
+    let out_s = out.to_str().expect("utf8");
+    let args = ["generate-registration", "--url", "http://127.0.0.1:9009", "--server-name", "example.org", "--out", out_s];
+    assert!(richbot(&args, "").status.success());
+    let first = std::fs::read_to_string(&out).expect("written");
+    let again = richbot(&args, "");
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    assert_eq!(std::fs::read_to_string(&out).expect("kept"), first);
+}
+
+#[test]
+fn a_bad_config_names_each_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("richbot.toml");
+    std::fs::write(&config, "[homeserver]\nurl = \"ftp://x\"\nserver_name = \"example.org\"\n[appservice]\nregistration = \"missing.yaml\"\nlisten = \"nowhere\"\n[llm]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"\"\n").expect("write");
+    let out = richbot(&["serve", "--config", config.to_str().expect("utf8")], "");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for key in ["homeserver.url:", "appservice.listen:", "llm.model:", "appservice.registration:"] {
+        assert!(err.lines().any(|l| l.starts_with(key)), "{key} in:\n{err}");
+    }
+}

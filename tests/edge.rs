@@ -1,0 +1,118 @@
+//! The HTTP edge in-process (`Router::oneshot`), table-driven: auth, errors, limits, and
+//! idempotent transactions against a real SQLite file.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use richbot::appservice::{AppState, router};
+use richbot::inbox::Inbox;
+use richbot::store::Store;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const TOKEN: &str = "hs_secret_token";
+const LIMIT: usize = 4 * 1024 * 1024;
+
+struct Edge {
+    app: axum::Router,
+    store: Store,
+    _dir: tempfile::TempDir,
+}
+
+async fn edge() -> Edge {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("edge.db").display())).await.expect("store");
+    let registration = dir.path().join("registration.yaml");
+    std::fs::write(
+        &registration,
+        format!("id: richbot\nurl: null\nas_token: as\nhs_token: {TOKEN}\nsender_localpart: richbot\nnamespaces:\n  users: [{{exclusive: true, regex: '@rb_.*:localhost'}}]\n"),
+    )
+    .expect("registration");
+    let config = format!(
+        "[homeserver]\nurl = \"http://127.0.0.1:9\"\nserver_name = \"localhost\"\n[appservice]\nregistration = \"{}\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+        registration.display()
+    );
+    let settings = richbot::config::from_str(&config, "t.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
+    let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as", Default::default());
+    let personas = richbot::personas::Personas::new(&settings, matrix, store.clone());
+    let state = AppState { hs_token: Arc::from(TOKEN), inbox: Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new())), personas };
+    Edge { app: router(state, LIMIT), store, _dir: dir }
+}
+
+async fn send(app: &axum::Router, method: &str, uri: &str, auth: Option<&str>, body: impl Into<Body>) -> (StatusCode, Value) {
+    let mut req = Request::builder().method(method).uri(uri).header("content-type", "application/json");
+    if let Some(a) = auth {
+        req = req.header("authorization", format!("Bearer {a}"));
+    }
+    let resp = app.clone().oneshot(req.body(body.into()).expect("request")).await.expect("response");
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn event(id: &str) -> Value {
+    json!({"event_id": id, "room_id": "!r:localhost", "sender": "@alice:localhost", "type": "m.room.message",
+           "origin_server_ts": 1, "content": {"msgtype": "m.text", "body": id}})
+}
+
+fn txn(events: Vec<Value>) -> String {
+    json!({"events": events, "ephemeral": [], "de.sorunome.msc2409.to_device": []}).to_string()
+}
+
+#[tokio::test]
+async fn requests_get_matrix_errors() {
+    let e = edge().await;
+    let put = "/_matrix/app/v1/transactions/1";
+    let ok_body = txn(vec![]);
+    let big = txn(vec![json!({"event_id": "$big", "room_id": "!r", "sender": "@a:b", "type": "x", "content": {"pad": "x".repeat(LIMIT)}})]);
+    let two_mib = txn(vec![json!({"event_id": "$two", "room_id": "!r", "sender": "@a:b", "type": "m.room.message", "origin_server_ts": 1, "content": {"pad": "x".repeat(2 * 1024 * 1024)}})]);
+    let cases: Vec<(&str, &str, &str, Option<&str>, String, u16, Option<&str>)> = vec![
+        ("missing token", "PUT", put, None, ok_body.clone(), 401, Some("M_MISSING_TOKEN")),
+        ("wrong token", "PUT", put, Some("nope"), ok_body.clone(), 403, Some("M_FORBIDDEN")),
+        ("token in query", "PUT", "/_matrix/app/v1/transactions/2?access_token=hs_secret_token", None, ok_body.clone(), 200, None),
+        ("wrong token in query", "PUT", "/_matrix/app/v1/transactions/2?access_token=x", None, ok_body.clone(), 403, Some("M_FORBIDDEN")),
+        ("header and query mismatch", "PUT", "/_matrix/app/v1/transactions/3?access_token=other", Some(TOKEN), ok_body.clone(), 403, Some("M_FORBIDDEN")),
+        ("malformed JSON", "PUT", put, Some(TOKEN), "{\"events\": [".into(), 400, Some("M_NOT_JSON")),
+        ("non-object body", "PUT", put, Some(TOKEN), "[1, 2]".into(), 400, Some("M_BAD_JSON")),
+        ("events not an array", "PUT", put, Some(TOKEN), "{\"events\": 5}".into(), 400, Some("M_BAD_JSON")),
+        ("2 MiB body is a legal transaction", "PUT", put, Some(TOKEN), two_mib, 200, None),
+        ("over the limit", "PUT", put, Some(TOKEN), big, 413, Some("M_TOO_LARGE")),
+        ("unknown path", "GET", "/_matrix/app/v1/whatever", Some(TOKEN), String::new(), 404, Some("M_UNRECOGNIZED")),
+        ("wrong method", "GET", put, Some(TOKEN), String::new(), 405, Some("M_UNRECOGNIZED")),
+        ("legacy path", "PUT", "/transactions/9", Some(TOKEN), ok_body.clone(), 200, None),
+        ("ping", "POST", "/_matrix/app/v1/ping", Some(TOKEN), "{\"transaction_id\": null}".into(), 200, None),
+        ("room alias query", "GET", "/_matrix/app/v1/rooms/%23a%3Alocalhost", Some(TOKEN), String::new(), 404, Some("M_NOT_FOUND")),
+        ("user query outside the personas", "GET", "/_matrix/app/v1/users/%40rb_nobody%3Alocalhost", Some(TOKEN), String::new(), 404, Some("M_NOT_FOUND")),
+        ("legacy user query", "GET", "/users/%40alice%3Alocalhost", Some(TOKEN), String::new(), 404, Some("M_NOT_FOUND")),
+    ];
+    for (name, method, uri, auth, body, status, errcode) in cases {
+        let (got, json) = send(&e.app, method, uri, auth, body).await;
+        assert_eq!(got.as_u16(), status, "{name}: {json}");
+        match errcode {
+            Some(code) => {
+                assert_eq!(json["errcode"], code, "{name}");
+                assert!(json["error"].is_string(), "{name}");
+            }
+            None => assert_eq!(json, json!({}), "{name}"),
+        }
+    }
+    assert_eq!(send(&e.app, "GET", "/health", None, "").await.0, StatusCode::OK);
+    assert_eq!(send(&e.app, "GET", "/ready", None, "").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_repeated_transaction_is_stored_once_and_a_mixed_one_adds_only_the_new() {
+    let e = edge().await;
+    let body = txn(vec![event("$a"), event("$b")]);
+    for _ in 0..2 {
+        let (status, _) = send(&e.app, "PUT", "/_matrix/app/v1/transactions/1", Some(TOKEN), body.clone()).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    // Synapse restarted: txn ids start at 1 again, with a mix of old and new events.
+    let mixed = txn(vec![event("$b"), event("$c"), json!({"no": "id"})]);
+    assert_eq!(send(&e.app, "PUT", "/_matrix/app/v1/transactions/1", Some(TOKEN), mixed).await.0, StatusCode::OK);
+    let ids: Vec<String> = e.store.room_events("!r:localhost").await.expect("events").into_iter().map(|e| e.event_id).collect();
+    assert_eq!(ids, ["$a", "$b", "$c"]);
+}
