@@ -45,11 +45,17 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
             return lines;
         }
     };
-    lines.push(line("database", parts.store.ping().await.map(|()| settings.config.database.url.clone()).map_err(|e| e.to_string())));
+    lines.push(line(
+        "database",
+        parts.store.ping().await.map(|()| settings.config.database.url.clone()).map_err(|e| e.to_string()),
+    ));
 
     let hs = &settings.config.homeserver.url;
     let reachable = parts.matrix.versions().await;
-    lines.push(line("homeserver", reachable.as_ref().map(|_| format!("{hs} answers")).map_err(|e| format!("{hs}: {e}"))));
+    lines.push(line(
+        "homeserver",
+        reachable.as_ref().map(|_| format!("{hs} answers")).map_err(|e| format!("{hs}: {e}")),
+    ));
     if reachable.is_ok() {
         // Serve the appservice routes ourselves if nothing else is listening.
         let local = match TcpListener::bind(settings.listen).await {
@@ -64,10 +70,17 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
             }
             Err(_) => None,
         };
-        let ping = tokio::time::timeout(Duration::from_secs(15), parts.matrix.ping(&settings.registration.id, "richbot-check")).await;
+        let ping = tokio::time::timeout(
+            Duration::from_secs(15),
+            parts.matrix.ping(&settings.registration.id, "richbot-check"),
+        )
+        .await;
         let result = match ping {
             Ok(Ok(ms)) => Ok(format!("homeserver -> richbot -> homeserver in {ms} ms")),
-            Ok(Err(e)) => Err(format!("{e} (is the registration's url, {}, reachable from the homeserver?)", settings.registration.url.as_deref().unwrap_or("unset"))),
+            Ok(Err(e)) => Err(format!(
+                "{e} (is the registration's url, {}, reachable from the homeserver?)",
+                settings.registration.url.as_deref().unwrap_or("unset")
+            )),
             Err(_) => Err("no answer within 15 s".to_owned()),
         };
         lines.push(line("appservice ping", result));

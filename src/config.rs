@@ -331,13 +331,19 @@ fn validate(config: Config, base: &Path, openai_key: Option<String>) -> Result<S
     }
     let listen = config.appservice.listen.parse::<SocketAddr>();
     if listen.is_err() {
-        problems.push(format!("appservice.listen: must be an address like 127.0.0.1:9009 (got \"{}\")", config.appservice.listen));
+        problems.push(format!(
+            "appservice.listen: must be an address like 127.0.0.1:9009 (got \"{}\")",
+            config.appservice.listen
+        ));
     }
     if config.appservice.max_body_bytes < 64 * 1024 {
         problems.push("appservice.max_body_bytes: must be at least 65536 (one Matrix event)".to_owned());
     }
     if !config.database.url.starts_with("sqlite:") {
-        problems.push(format!("database.url: must be a sqlite: URL like sqlite://richbot.db (got \"{}\")", config.database.url));
+        problems.push(format!(
+            "database.url: must be a sqlite: URL like sqlite://richbot.db (got \"{}\")",
+            config.database.url
+        ));
     }
     if !http(&config.llm.base_url) {
         problems.push(format!("llm.base_url: must be an http(s) URL ending in /v1 (got \"{}\")", config.llm.base_url));
@@ -376,12 +382,18 @@ fn validate(config: Config, base: &Path, openai_key: Option<String>) -> Result<S
         Ok(text) => match serde_norway::from_str::<Registration>(&text) {
             Ok(r) => Some(r),
             Err(e) => {
-                problems.push(format!("appservice.registration: {} is not a valid registration: {e}", config.appservice.registration.display()));
+                problems.push(format!(
+                    "appservice.registration: {} is not a valid registration: {e}",
+                    config.appservice.registration.display()
+                ));
                 None
             }
         },
         Err(e) => {
-            problems.push(format!("appservice.registration: cannot read {}: {e}", config.appservice.registration.display()));
+            problems.push(format!(
+                "appservice.registration: cannot read {}: {e}",
+                config.appservice.registration.display()
+            ));
             None
         }
     };
@@ -432,7 +444,9 @@ fn validate(config: Config, base: &Path, openai_key: Option<String>) -> Result<S
     }
 
     match (problems.is_empty(), registration, listen) {
-        (true, Some(registration), Ok(listen)) => Ok(Settings { config, registration, listen, api_key, personas, allow }),
+        (true, Some(registration), Ok(listen)) => {
+            Ok(Settings { config, registration, listen, api_key, personas, allow })
+        }
         _ => Err(Error::Invalid(problems)),
     }
 }

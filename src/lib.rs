@@ -73,7 +73,11 @@ pub struct Parts {
 impl Parts {
     pub async fn build(settings: &Settings) -> Result<Self, Error> {
         let store = store::Store::open(&settings.config.database.url).await?;
-        let matrix = matrix::Client::new(&settings.config.homeserver.url, &settings.registration.as_token, matrix::RetryPolicy::default());
+        let matrix = matrix::Client::new(
+            &settings.config.homeserver.url,
+            &settings.registration.as_token,
+            matrix::RetryPolicy::default(),
+        );
         let personas = personas::Personas::new(settings, matrix.clone(), store.clone());
         let llm = agent::Llm::new(
             &settings.config.llm.base_url,
@@ -87,14 +91,23 @@ impl Parts {
 }
 
 /// Runs the appservice on `listener` until `shutdown` resolves.
-pub async fn run(settings: Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+pub async fn run(
+    settings: Settings,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
     let settings = Arc::new(settings);
     let Parts { store, matrix, personas, llm } = Parts::build(&settings).await?;
     let instance = store.instance_id().await?;
     let wake = Arc::new(Notify::new());
     let bot = &settings.config.bot;
     let engine = Arc::new(turn::Engine {
-        poster: turn::Poster { matrix: matrix.clone(), store: store.clone(), instance, interval_ms: bot.edit_interval_ms as i64 },
+        poster: turn::Poster {
+            matrix: matrix.clone(),
+            store: store.clone(),
+            instance,
+            interval_ms: bot.edit_interval_ms as i64,
+        },
         store: store.clone(),
         matrix: matrix.clone(),
         personas: personas.clone(),

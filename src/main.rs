@@ -141,7 +141,8 @@ fn serve(path: PathBuf) -> anyhow::Result<()> {
             let ctrl_c = tokio::signal::ctrl_c();
             #[cfg(unix)]
             {
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing a SIGTERM handler");
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("installing a SIGTERM handler");
                 tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
             }
             #[cfg(not(unix))]
@@ -169,7 +170,11 @@ fn check(path: PathBuf) -> anyhow::Result<bool> {
 
 fn blocks_check(file: &str, tool: Option<&str>) -> ExitCode {
     let mut text = String::new();
-    let read = if file == "-" { std::io::stdin().read_to_string(&mut text).map(drop) } else { std::fs::read_to_string(file).map(|t| text = t) };
+    let read = if file == "-" {
+        std::io::stdin().read_to_string(&mut text).map(drop)
+    } else {
+        std::fs::read_to_string(file).map(|t| text = t)
+    };
     if let Err(e) = read {
         eprintln!("cannot read {file}: {e}");
         return ExitCode::FAILURE;

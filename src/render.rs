@@ -19,7 +19,9 @@ pub const MAX_CONTENT_BYTES: usize = 60 * 1024;
 /// Content that cannot be sent as built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    #[error("the message would be {0} bytes; at most {MAX_CONTENT_BYTES} fit in one Matrix event (an edit carries it twice): shorten the fallback or the payload")]
+    #[error(
+        "the message would be {0} bytes; at most {MAX_CONTENT_BYTES} fit in one Matrix event (an edit carries it twice): shorten the fallback or the payload"
+    )]
     TooLarge(usize),
     #[error("{0}")]
     Numbers(#[from] BlockError),
@@ -34,9 +36,44 @@ pub struct Relation<'a> {
 
 /// Tags Matrix clients render (spec: `m.room.message` `org.matrix.custom.html`).
 const TAGS: &[&str] = &[
-    "font", "del", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "p", "a", "ul", "ol", "sup", "sub", "li", "b", "i",
-    "u", "strong", "em", "s", "strike", "code", "hr", "br", "div", "table", "thead", "tbody", "tr", "th", "td",
-    "caption", "pre", "span", "details", "summary",
+    "font",
+    "del",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "p",
+    "a",
+    "ul",
+    "ol",
+    "sup",
+    "sub",
+    "li",
+    "b",
+    "i",
+    "u",
+    "strong",
+    "em",
+    "s",
+    "strike",
+    "code",
+    "hr",
+    "br",
+    "div",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "caption",
+    "pre",
+    "span",
+    "details",
+    "summary",
 ];
 
 static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
@@ -95,7 +132,13 @@ fn finish(mut content: Value) -> Result<Value, Error> {
 }
 
 /// A new message (rich when `payload` is given).
-pub fn message(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &[&str], rel: Relation<'_>) -> Result<Value, Error> {
+pub fn message(
+    fallback: &str,
+    payload: Option<&Value>,
+    key: WriterKey,
+    math: &[&str],
+    rel: Relation<'_>,
+) -> Result<Value, Error> {
     let mut content = message_body(fallback, payload, key, math);
     match (rel.thread, rel.reply_to) {
         (Some(root), reply) => {
@@ -113,7 +156,13 @@ pub fn message(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &[
 }
 
 /// An edit (`m.replace`) of `original` to the new fallback and payload.
-pub fn edit(original: &EventId, fallback: &str, payload: Option<&Value>, key: WriterKey, math: &[&str]) -> Result<Value, Error> {
+pub fn edit(
+    original: &EventId,
+    fallback: &str,
+    payload: Option<&Value>,
+    key: WriterKey,
+    math: &[&str],
+) -> Result<Value, Error> {
     let new_content = message_body(fallback, payload, key, math);
     let content = json!({
         "msgtype": "m.text",
@@ -139,7 +188,9 @@ mod tests {
 
     #[test]
     fn html_is_sanitized_to_matrix_tags() {
-        let html = markdown_html("**hi** <script>alert(1)</script> [x](javascript:alert(1)) <img src=x onerror=y>\n\n```rust\nfn x() {}\n```");
+        let html = markdown_html(
+            "**hi** <script>alert(1)</script> [x](javascript:alert(1)) <img src=x onerror=y>\n\n```rust\nfn x() {}\n```",
+        );
         assert!(html.contains("<strong>hi</strong>"));
         assert!(!html.contains("script"), "{html}");
         assert!(!html.contains("javascript"), "{html}");
@@ -151,14 +202,21 @@ mod tests {
     fn rich_message_carries_payload_mentions_and_relations() {
         let payload = json!({"v": 1, "blocks": [{"type": "weather", "location": "L", "temp": 21.5}]});
         let root = event_id!("$root");
-        let c = message("**L** 21.5", Some(&payload), WriterKey::Mtrix, &[], Relation { reply_to: None, thread: Some(root) })
-            .expect("fits");
+        let c = message(
+            "**L** 21.5",
+            Some(&payload),
+            WriterKey::Mtrix,
+            &[],
+            Relation { reply_to: None, thread: Some(root) },
+        )
+        .expect("fits");
         assert_eq!(c["com.ianm.mtrix"]["blocks"][0]["temp"], json!("21.5"));
         assert_eq!(c["body"], "**L** 21.5");
         assert_eq!(c["m.mentions"], json!({}));
         assert_eq!(c["m.relates_to"]["rel_type"], "m.thread");
         assert_eq!(c["m.relates_to"]["is_falling_back"], true);
-        let r = message("x", None, WriterKey::Mxblocks, &[], Relation { reply_to: Some(root), thread: None }).expect("fits");
+        let r = message("x", None, WriterKey::Mxblocks, &[], Relation { reply_to: Some(root), thread: None })
+            .expect("fits");
         assert_eq!(r["m.relates_to"], json!({"m.in_reply_to": {"event_id": "$root"}}));
     }
 

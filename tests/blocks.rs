@@ -66,7 +66,8 @@ fn each_required_field_removed_names_its_path_and_type() {
         for field in spec.fields.iter().filter(|f| f.required) {
             let mut broken = block.clone();
             broken.as_object_mut().expect("object").remove(field.name);
-            let err = check(payload(vec![json!({"type": "details", "summary": "s", "body": "b"}), broken])).unwrap_err();
+            let err =
+                check(payload(vec![json!({"type": "details", "summary": "s", "body": "b"}), broken])).unwrap_err();
             assert_eq!(err, format!("blocks[1] ({ty}): missing required field \"{}\"", field.name));
         }
     }
@@ -101,22 +102,108 @@ fn each_cap_exceeded_by_one_is_refused() {
     type Make = Box<dyn Fn(usize) -> Value>;
     let s = |n: usize| "x".repeat(n);
     let cases: Vec<(&str, usize, Make, &str)> = vec![
-        ("buttons", 8, Box::new(|n| json!({"type": "buttons", "buttons": items(n, button)})), "blocks[0] (buttons): buttons: must have 1-8 items (got 9)"),
-        ("chips", 12, Box::new(|n| json!({"type": "chips", "chips": items(n, button)})), "blocks[0] (chips): chips: must have 1-12 items (got 13)"),
-        ("button label", 80, Box::new(move |n| json!({"type": "buttons", "buttons": [{"label": s(n), "action": {"type": "react", "key": "k"}}]})), "blocks[0] (buttons): buttons[0].label: must be one line of 1-80 characters"),
-        ("button id", 64, Box::new(move |n| json!({"type": "buttons", "buttons": [{"label": "l", "id": s(n), "action": {"type": "react", "key": "k"}}]})), "blocks[0] (buttons): buttons[0].id: must be 1-64 characters of A-Z a-z 0-9 _ . : -"),
-        ("table columns", 20, Box::new(|n| json!({"type": "table", "columns": items(n, |i| json!(format!("c{i}"))), "rows": [["a"]]})), "blocks[0] (table): columns: must have 1-20 items (got 21)"),
-        ("table rows", 200, Box::new(|n| json!({"type": "table", "columns": ["a"], "rows": items(n, |_| json!(["x"]))})), "blocks[0] (table): rows: must have 1-200 items (got 201)"),
-        ("table cells", 2, Box::new(|n| json!({"type": "table", "columns": ["a", "b"], "rows": [items(n, |_| json!("x"))]})), "blocks[0] (table): rows[0]: has 3 cells but there are 2 columns"),
-        ("chart series", 8, Box::new(|n| json!({"type": "chart", "series": items(n, |_| json!({"values": [1]}))})), "blocks[0] (chart): series: at most 8 series (got 9)"),
-        ("chart points", 500, Box::new(|n| json!({"type": "chart", "series": [{"values": items(n, |i| json!(i))}]})), "blocks[0] (chart): series[0].values: must have 1-500 items (got 501)"),
-        ("sources", 20, Box::new(|n| json!({"type": "sources", "sources": items(n, |_| json!({"title": "t", "url": "https://x.example"}))})), "blocks[0] (sources): sources: must have 1-20 items (got 21)"),
-        ("cards", 10, Box::new(|n| json!({"type": "cards", "cards": items(n, |_| json!({"title": "t"}))})), "blocks[0] (cards): cards: must have 1-10 items (got 11)"),
-        ("card actions", 4, Box::new(|n| json!({"type": "card", "title": "t", "actions": items(n, button)})), "blocks[0] (card): actions: must have 1-4 items (got 5)"),
-        ("gallery", 20, Box::new(|n| json!({"type": "gallery", "images": items(n, |i| json!({"url": format!("mxc://s/{i}")}))})), "blocks[0] (gallery): images: must have 2-20 items (got 21)"),
-        ("math caption", 200, Box::new(move |n| json!({"type": "math", "tex": "x", "caption": s(n)})), "blocks[0] (math): caption: must be one line of 1-200 characters"),
-        ("string field", 4000, Box::new(move |n| json!({"type": "weather", "location": s(n), "temp": 1})), "blocks[0] (weather): location: must be at most 4000 characters (got 4001)"),
-        ("text field", 16000, Box::new(move |n| json!({"type": "code", "code": s(n)})), "blocks[0] (code): code: must be at most 16000 characters (got 16001)"),
+        (
+            "buttons",
+            8,
+            Box::new(|n| json!({"type": "buttons", "buttons": items(n, button)})),
+            "blocks[0] (buttons): buttons: must have 1-8 items (got 9)",
+        ),
+        (
+            "chips",
+            12,
+            Box::new(|n| json!({"type": "chips", "chips": items(n, button)})),
+            "blocks[0] (chips): chips: must have 1-12 items (got 13)",
+        ),
+        (
+            "button label",
+            80,
+            Box::new(
+                move |n| json!({"type": "buttons", "buttons": [{"label": s(n), "action": {"type": "react", "key": "k"}}]}),
+            ),
+            "blocks[0] (buttons): buttons[0].label: must be one line of 1-80 characters",
+        ),
+        (
+            "button id",
+            64,
+            Box::new(
+                move |n| json!({"type": "buttons", "buttons": [{"label": "l", "id": s(n), "action": {"type": "react", "key": "k"}}]}),
+            ),
+            "blocks[0] (buttons): buttons[0].id: must be 1-64 characters of A-Z a-z 0-9 _ . : -",
+        ),
+        (
+            "table columns",
+            20,
+            Box::new(|n| json!({"type": "table", "columns": items(n, |i| json!(format!("c{i}"))), "rows": [["a"]]})),
+            "blocks[0] (table): columns: must have 1-20 items (got 21)",
+        ),
+        (
+            "table rows",
+            200,
+            Box::new(|n| json!({"type": "table", "columns": ["a"], "rows": items(n, |_| json!(["x"]))})),
+            "blocks[0] (table): rows: must have 1-200 items (got 201)",
+        ),
+        (
+            "table cells",
+            2,
+            Box::new(|n| json!({"type": "table", "columns": ["a", "b"], "rows": [items(n, |_| json!("x"))]})),
+            "blocks[0] (table): rows[0]: has 3 cells but there are 2 columns",
+        ),
+        (
+            "chart series",
+            8,
+            Box::new(|n| json!({"type": "chart", "series": items(n, |_| json!({"values": [1]}))})),
+            "blocks[0] (chart): series: at most 8 series (got 9)",
+        ),
+        (
+            "chart points",
+            500,
+            Box::new(|n| json!({"type": "chart", "series": [{"values": items(n, |i| json!(i))}]})),
+            "blocks[0] (chart): series[0].values: must have 1-500 items (got 501)",
+        ),
+        (
+            "sources",
+            20,
+            Box::new(
+                |n| json!({"type": "sources", "sources": items(n, |_| json!({"title": "t", "url": "https://x.example"}))}),
+            ),
+            "blocks[0] (sources): sources: must have 1-20 items (got 21)",
+        ),
+        (
+            "cards",
+            10,
+            Box::new(|n| json!({"type": "cards", "cards": items(n, |_| json!({"title": "t"}))})),
+            "blocks[0] (cards): cards: must have 1-10 items (got 11)",
+        ),
+        (
+            "card actions",
+            4,
+            Box::new(|n| json!({"type": "card", "title": "t", "actions": items(n, button)})),
+            "blocks[0] (card): actions: must have 1-4 items (got 5)",
+        ),
+        (
+            "gallery",
+            20,
+            Box::new(|n| json!({"type": "gallery", "images": items(n, |i| json!({"url": format!("mxc://s/{i}")}))})),
+            "blocks[0] (gallery): images: must have 2-20 items (got 21)",
+        ),
+        (
+            "math caption",
+            200,
+            Box::new(move |n| json!({"type": "math", "tex": "x", "caption": s(n)})),
+            "blocks[0] (math): caption: must be one line of 1-200 characters",
+        ),
+        (
+            "string field",
+            4000,
+            Box::new(move |n| json!({"type": "weather", "location": s(n), "temp": 1})),
+            "blocks[0] (weather): location: must be at most 4000 characters (got 4001)",
+        ),
+        (
+            "text field",
+            16000,
+            Box::new(move |n| json!({"type": "code", "code": s(n)})),
+            "blocks[0] (code): code: must be at most 16000 characters (got 16001)",
+        ),
     ];
     for (what, cap, make, error) in cases {
         assert!(check(payload(vec![make(cap)])).is_ok(), "{what} at its cap {cap} should pass");
@@ -145,25 +232,64 @@ fn payload_size_cap_is_48_kib() {
 #[test]
 fn kind_errors_say_what_would_be_right() {
     let cases = [
-        (json!({"type": "weather", "location": "L", "temp": "warm"}), "blocks[0] (weather): temp: must be a number: an integer or a decimal string like \"62.99\" (got a string)"),
-        (json!({"type": "weather", "location": "L", "temp": 1, "unit": "K"}), "blocks[0] (weather): unit: must be one of \"C\", \"F\" (got \"K\")"),
-        (json!({"type": "countdown", "until": "tomorrow"}), "blocks[0] (countdown): until: must be an ISO 8601 date-time like \"2026-12-01T18:00:00Z\""),
-        (json!({"type": "file", "url": "https://x/y", "name": "n"}), "blocks[0] (file): url: must be an mxc://server/id URL (upload the media first)"),
-        (json!({"type": "sources", "sources": [{"title": "t", "url": "javascript:alert(1)"}]}), "blocks[0] (sources): sources[0].url: must be an http(s) or mxc:// URL"),
-        (json!({"type": "buttons", "buttons": [{"label": "", "action": {"type": "react", "key": "k"}}]}), "blocks[0] (buttons): buttons[0].label: must be one line of 1-80 characters"),
-        (json!({"type": "buttons", "buttons": [{"label": "x", "action": {"type": "call", "key": "k"}}]}), "blocks[0] (buttons): buttons[0].action.type: must be one of \"send\" (got \"call\")"),
-        (json!({"type": "progress", "steps": [{"label": "a", "state": "running"}]}), "blocks[0] (progress): steps[0].state: must be one of \"pending\", \"active\", \"done\", \"failed\", \"skipped\" (got \"running\")"),
-        (json!({"type": "form", "id": "f", "fields": [{"name": "a", "label": "A", "kind": "select"}]}), "blocks[0] (form): fields[0]: a select or multi field needs \"options\": [\"...\"]"),
-        (json!({"type": "chart", "series": [1, {"values": [1]}]}), "blocks[0] (chart): series: must be all numbers (one series) or all {\"name\", \"values\"} objects, not a mix"),
-        (json!({"type": "poll", "q": "?"}), "blocks[0]: unknown block type \"poll\" (known: buttons, chips, table, chart, sources, card, cards, progress, details, code, diff, countdown, event, place, ticker, weather, tracker, math, gallery, file, form, stream)"),
-        (json!({"type": "weather", "v": 2, "location": "L", "temp": 1}), "blocks[0] (weather): block version 2 is not one this sender can emit (use 1 or leave \"v\" out)"),
+        (
+            json!({"type": "weather", "location": "L", "temp": "warm"}),
+            "blocks[0] (weather): temp: must be a number: an integer or a decimal string like \"62.99\" (got a string)",
+        ),
+        (
+            json!({"type": "weather", "location": "L", "temp": 1, "unit": "K"}),
+            "blocks[0] (weather): unit: must be one of \"C\", \"F\" (got \"K\")",
+        ),
+        (
+            json!({"type": "countdown", "until": "tomorrow"}),
+            "blocks[0] (countdown): until: must be an ISO 8601 date-time like \"2026-12-01T18:00:00Z\"",
+        ),
+        (
+            json!({"type": "file", "url": "https://x/y", "name": "n"}),
+            "blocks[0] (file): url: must be an mxc://server/id URL (upload the media first)",
+        ),
+        (
+            json!({"type": "sources", "sources": [{"title": "t", "url": "javascript:alert(1)"}]}),
+            "blocks[0] (sources): sources[0].url: must be an http(s) or mxc:// URL",
+        ),
+        (
+            json!({"type": "buttons", "buttons": [{"label": "", "action": {"type": "react", "key": "k"}}]}),
+            "blocks[0] (buttons): buttons[0].label: must be one line of 1-80 characters",
+        ),
+        (
+            json!({"type": "buttons", "buttons": [{"label": "x", "action": {"type": "call", "key": "k"}}]}),
+            "blocks[0] (buttons): buttons[0].action.type: must be one of \"send\" (got \"call\")",
+        ),
+        (
+            json!({"type": "progress", "steps": [{"label": "a", "state": "running"}]}),
+            "blocks[0] (progress): steps[0].state: must be one of \"pending\", \"active\", \"done\", \"failed\", \"skipped\" (got \"running\")",
+        ),
+        (
+            json!({"type": "form", "id": "f", "fields": [{"name": "a", "label": "A", "kind": "select"}]}),
+            "blocks[0] (form): fields[0]: a select or multi field needs \"options\": [\"...\"]",
+        ),
+        (
+            json!({"type": "chart", "series": [1, {"values": [1]}]}),
+            "blocks[0] (chart): series: must be all numbers (one series) or all {\"name\", \"values\"} objects, not a mix",
+        ),
+        (
+            json!({"type": "poll", "q": "?"}),
+            "blocks[0]: unknown block type \"poll\" (known: buttons, chips, table, chart, sources, card, cards, progress, details, code, diff, countdown, event, place, ticker, weather, tracker, math, gallery, file, form, stream)",
+        ),
+        (
+            json!({"type": "weather", "v": 2, "location": "L", "temp": 1}),
+            "blocks[0] (weather): block version 2 is not one this sender can emit (use 1 or leave \"v\" out)",
+        ),
     ];
     for (block, want) in cases {
         assert_eq!(check(payload(vec![block.clone()])).unwrap_err(), want, "{block}");
     }
     assert_eq!(check(json!({"v": 2, "blocks": []})).unwrap_err(), "v: unsupported payload version 2 (expected 1)");
     assert_eq!(check(json!({"blocks": []})).unwrap_err(), "v: missing; a payload is {\"v\": 1, \"blocks\": [...]}");
-    assert_eq!(check(json!({"v": 1, "blocks": ["x"]})).unwrap_err(), "blocks[0]: each block must be an object with a string \"type\"");
+    assert_eq!(
+        check(json!({"v": 1, "blocks": ["x"]})).unwrap_err(),
+        "blocks[0]: each block must be an object with a string \"type\""
+    );
 }
 
 #[test]
@@ -201,7 +327,10 @@ fn numbers_are_canonicalized_before_validation() {
     assert!(check(payload(vec![max])).is_ok());
     for big in [9007199254740993i64, -9007199254740993i64] {
         let err = check(payload(vec![json!({"type": "ticker", "symbol": "S", "price": big})])).unwrap_err();
-        assert_eq!(err, format!("blocks[0].price: integer {big} is outside ±(2^53-1); send it as a decimal string like \"{big}\""));
+        assert_eq!(
+            err,
+            format!("blocks[0].price: integer {big} is outside ±(2^53-1); send it as a decimal string like \"{big}\"")
+        );
     }
 }
 
@@ -217,7 +346,8 @@ fn whole_event_content_is_canonicalized_including_new_content() {
 #[test]
 fn upstream_fixtures_pass_unchanged() {
     for name in ["02-table.json", "06-code-diff.json"] {
-        let text = std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).expect("fixture");
+        let text =
+            std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).expect("fixture");
         let value: Value = serde_json::from_str(&text).expect("json");
         let out = Rich::checked(value.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(out.to_value(), value, "{name} changed");

@@ -18,7 +18,8 @@ fn richbot(args: &[&str], stdin: &str) -> Output {
 
 #[test]
 fn blocks_check_prints_canonical_json_or_the_error_line() {
-    let ok = richbot(&["blocks", "check"], r#"{"v": 1, "blocks": [{"type": "weather", "location": "L", "temp": 21.5}]}"#);
+    let ok =
+        richbot(&["blocks", "check"], r#"{"v": 1, "blocks": [{"type": "weather", "location": "L", "temp": 21.5}]}"#);
     assert!(ok.status.success());
     let out: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("json");
     assert_eq!(out["blocks"][0]["temp"], "21.5");
@@ -28,7 +29,10 @@ fn blocks_check_prints_canonical_json_or_the_error_line() {
     assert_eq!(String::from_utf8_lossy(&bad.stderr).trim(), "blocks[0] (weather): missing required field \"temp\"");
     assert!(bad.stdout.is_empty());
 
-    let tool = richbot(&["blocks", "check", "--tool", "rich_send"], r#"{"payload": {"v": 1, "blocks": [{"type": "math", "tex": "x^2"}]}}"#);
+    let tool = richbot(
+        &["blocks", "check", "--tool", "rich_send"],
+        r#"{"payload": {"v": 1, "blocks": [{"type": "math", "tex": "x^2"}]}}"#,
+    );
     assert!(tool.status.success(), "{}", String::from_utf8_lossy(&tool.stderr));
     let out: serde_json::Value = serde_json::from_slice(&tool.stdout).expect("json");
     assert_eq!(out["fallback"], "x^2");
@@ -42,7 +46,8 @@ fn generate_registration_refuses_to_overwrite() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("registration.yaml");
     let out_s = out.to_str().expect("utf8");
-    let args = ["generate-registration", "--url", "http://127.0.0.1:9009", "--server-name", "example.org", "--out", out_s];
+    let args =
+        ["generate-registration", "--url", "http://127.0.0.1:9009", "--server-name", "example.org", "--out", out_s];
     assert!(richbot(&args, "").status.success());
     let first = std::fs::read_to_string(&out).expect("written");
     let again = richbot(&args, "");

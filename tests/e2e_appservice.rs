@@ -17,7 +17,8 @@ async fn personas_join_on_invite_and_disallowed_invites_are_declined() {
     env.wait_joined(&room, BOT).await;
     env.wait_joined(&room, HELPER).await;
 
-    let helper_profile = env.alice.call(Method::GET, &format!("/_matrix/client/v3/profile/{}", support::enc(HELPER)), None).await;
+    let helper_profile =
+        env.alice.call(Method::GET, &format!("/_matrix/client/v3/profile/{}", support::enc(HELPER)), None).await;
     assert_eq!(helper_profile.1["displayname"], "Helper");
 
     let theirs = env.mallory.create_room(&[BOT], true).await;
@@ -26,7 +27,17 @@ async fn personas_join_on_invite_and_disallowed_invites_are_declined() {
         let mallory = mallory.clone();
         let theirs = theirs.clone();
         async move {
-            let state = mallory.call(Method::GET, &format!("/_matrix/client/v3/rooms/{}/state/m.room.member/{}", support::enc(&theirs), support::enc(BOT)), None).await;
+            let state = mallory
+                .call(
+                    Method::GET,
+                    &format!(
+                        "/_matrix/client/v3/rooms/{}/state/m.room.member/{}",
+                        support::enc(&theirs),
+                        support::enc(BOT)
+                    ),
+                    None,
+                )
+                .await;
             (state.1["membership"] == "leave").then_some(())
         }
     })
@@ -72,7 +83,14 @@ async fn events_sent_while_richbot_is_down_are_stored_once_in_order() {
         let room = room.clone();
         let sent = sent.clone();
         async move {
-            let ids: Vec<String> = store.room_events(&room).await.expect("events").into_iter().map(|e| e.event_id).filter(|id| sent.contains(id)).collect();
+            let ids: Vec<String> = store
+                .room_events(&room)
+                .await
+                .expect("events")
+                .into_iter()
+                .map(|e| e.event_id)
+                .filter(|id| sent.contains(id))
+                .collect();
             (ids.len() >= 20).then_some(ids)
         }
     })
@@ -99,7 +117,13 @@ async fn events_sent_while_richbot_is_down_are_stored_once_in_order() {
 async fn check_reports_every_part_and_names_the_failing_one() {
     let mut env = Env::start().await;
     let bin = env!("CARGO_BIN_EXE_richbot");
-    let out = tokio::process::Command::new(bin).arg("check").arg("--config").arg(&env.config_path).output().await.expect("run check");
+    let out = tokio::process::Command::new(bin)
+        .arg("check")
+        .arg("--config")
+        .arg(&env.config_path)
+        .output()
+        .await
+        .expect("run check");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     for name in ["config", "database", "homeserver", "appservice ping", "llm"] {
@@ -109,7 +133,13 @@ async fn check_reports_every_part_and_names_the_failing_one() {
     env.bot.stop().await;
     let s = &mut env.synapse;
     tokio::task::block_in_place(|| s.stop());
-    let out = tokio::process::Command::new(bin).arg("check").arg("--config").arg(&env.config_path).output().await.expect("run check");
+    let out = tokio::process::Command::new(bin)
+        .arg("check")
+        .arg("--config")
+        .arg(&env.config_path)
+        .output()
+        .await
+        .expect("run check");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("FAIL homeserver:")), "{stdout}");

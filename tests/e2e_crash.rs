@@ -56,7 +56,11 @@ async fn a_turn_killed_after_posting_is_resumed_without_posting_twice() {
     assert_eq!(turns[0].0, "no_reply");
     let requests = env.llm.requests();
     assert_eq!(requests.len(), 4, "the resumed turn asked the model again");
-    assert_eq!(last_tool_result(&requests[3]).expect("result")["event_id"], posted[0]["event_id"], "the replayed send found the first post");
+    assert_eq!(
+        last_tool_result(&requests[3]).expect("result")["event_id"],
+        posted[0]["event_id"],
+        "the replayed send found the first post"
+    );
     assert_eq!(env.alice.messages_from(&room, BOT).await.len(), 1, "posted once");
     serve.start_kill().expect("kill");
     let _ = serve.wait().await;

@@ -34,10 +34,16 @@ async fn dm_weather_is_one_rich_message_with_the_float_as_a_decimal_string() {
 
     let requests = env.llm.requests();
     assert_eq!(requests.len(), 2);
-    let tools: Vec<&str> = requests[0]["tools"].as_array().expect("tools").iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    let tools: Vec<&str> =
+        requests[0]["tools"].as_array().expect("tools").iter().filter_map(|t| t["function"]["name"].as_str()).collect();
     assert_eq!(tools, ["rich_send", "rich_edit"]);
     let system = requests[0]["messages"][0]["content"].as_str().expect("system");
-    assert!(system.starts_with("You are Richbot.") && system.contains("rich_send") && system.contains("a direct chat with @alice:localhost"), "{system}");
+    assert!(
+        system.starts_with("You are Richbot.")
+            && system.contains("rich_send")
+            && system.contains("a direct chat with @alice:localhost"),
+        "{system}"
+    );
     let last_user = requests[0]["messages"].as_array().expect("messages").last().expect("one").clone();
     assert!(last_user["content"].as_str().expect("text").ends_with("weather in Lisbon?"));
     assert_eq!(last_tool_result(&requests[1]).expect("result")["event_id"], msgs[0]["event_id"]);
@@ -64,7 +70,8 @@ async fn group_room_answers_only_when_mentioned() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_payload_comes_back_with_its_path_and_the_fix_is_the_only_message() {
     let env = Env::start().await;
-    let broken = json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon"}]}, "fallback": "Lisbon"});
+    let broken =
+        json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon"}]}, "fallback": "Lisbon"});
     env.llm.script([
         Step::Calls(vec![("rich_send".into(), "{not json".into())]),
         call("rich_send", broken),
@@ -95,8 +102,14 @@ async fn two_edits_in_one_round_land_in_order_at_least_2500_ms_apart() {
         let sent = last_tool_result(req).and_then(|r| r["event_id"].as_str().map(str::to_owned));
         match (req["messages"].as_array().map(Vec::len), sent) {
             (Some(n), Some(id)) if n <= 4 => Step::Calls(vec![
-                ("rich_edit".into(), json!({"event_id": id, "payload": tracker("shipped"), "fallback": "Parcel: shipped"}).to_string()),
-                ("rich_edit".into(), json!({"event_id": id, "payload": tracker("done"), "fallback": "Parcel: done"}).to_string()),
+                (
+                    "rich_edit".into(),
+                    json!({"event_id": id, "payload": tracker("shipped"), "fallback": "Parcel: shipped"}).to_string(),
+                ),
+                (
+                    "rich_edit".into(),
+                    json!({"event_id": id, "payload": tracker("done"), "fallback": "Parcel: done"}).to_string(),
+                ),
             ]),
             _ => text("[no reply]"),
         }
@@ -139,8 +152,16 @@ async fn editing_a_users_message_is_refused_as_not_owner() {
 async fn rooms_run_in_parallel_and_mid_turn_messages_form_the_next_turn() {
     let env = Env::start().await;
     env.llm.respond_with(|req| {
-        let last = req["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_owned();
-        Step::Delay(Duration::from_secs(2), Box::new(Step::Text(format!("answer to: {}", last.rsplit(": ").next().unwrap_or("")))))
+        let last = req["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        Step::Delay(
+            Duration::from_secs(2),
+            Box::new(Step::Text(format!("answer to: {}", last.rsplit(": ").next().unwrap_or("")))),
+        )
     });
     let a = env.dm().await;
     let b = env.bob.create_room(&[BOT], true).await;
@@ -174,7 +195,12 @@ async fn rooms_run_in_parallel_and_mid_turn_messages_form_the_next_turn() {
     assert_eq!(msgs[1]["content"]["body"], "answer to: first");
     assert_eq!(msgs[2]["content"]["body"], "answer to: third");
     let last = env.llm.requests().last().cloned().expect("request");
-    let convo: Vec<String> = last["messages"].as_array().expect("m").iter().filter_map(|m| m["content"].as_str().map(str::to_owned)).collect();
+    let convo: Vec<String> = last["messages"]
+        .as_array()
+        .expect("m")
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect();
     let pos = |s: &str| convo.iter().position(|c| c.ends_with(s)).unwrap_or_else(|| panic!("{s} in {convo:?}"));
     assert!(pos(": second") < pos(": third"), "both mid-turn messages, in order, in one turn");
     assert_eq!(env.alice.messages_from(&a, BOT).await.len(), 3);
@@ -189,11 +215,22 @@ async fn a_react_button_press_reaches_the_model_as_a_button_press() {
     env.alice.say(&room, "find me a table").await;
     let msgs = env.wait_messages(&room, BOT, 1).await;
     let target = msgs[0]["event_id"].as_str().expect("id").to_owned();
-    env.alice.send(&room, "m.reaction", json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": target, "key": "✅"}})).await;
+    env.alice
+        .send(
+            &room,
+            "m.reaction",
+            json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": target, "key": "✅"}}),
+        )
+        .await;
     let msgs = env.wait_messages(&room, BOT, 2).await;
     assert_eq!(msgs[1]["content"]["body"], "Booked!");
     let last = env.llm.requests().last().cloned().expect("request");
-    let said = last["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).expect("text").to_owned();
+    let said = last["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .expect("text")
+        .to_owned();
     assert_eq!(said, format!("@alice:localhost pressed the button \"Yes\" (✅) on your message {target}."));
 }
 

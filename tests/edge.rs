@@ -34,14 +34,25 @@ async fn edge() -> Edge {
         "[homeserver]\nurl = \"http://127.0.0.1:9\"\nserver_name = \"localhost\"\n[appservice]\nregistration = \"{}\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
         registration.display()
     );
-    let settings = richbot::config::from_str(&config, "t.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
+    let settings =
+        richbot::config::from_str(&config, "t.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
     let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as", Default::default());
     let personas = richbot::personas::Personas::new(&settings, matrix, store.clone());
-    let state = AppState { hs_token: Arc::from(TOKEN), inbox: Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new())), personas };
+    let state = AppState {
+        hs_token: Arc::from(TOKEN),
+        inbox: Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new())),
+        personas,
+    };
     Edge { app: router(state, LIMIT), store, _dir: dir }
 }
 
-async fn send(app: &axum::Router, method: &str, uri: &str, auth: Option<&str>, body: impl Into<Body>) -> (StatusCode, Value) {
+async fn send(
+    app: &axum::Router,
+    method: &str,
+    uri: &str,
+    auth: Option<&str>,
+    body: impl Into<Body>,
+) -> (StatusCode, Value) {
     let mut req = Request::builder().method(method).uri(uri).header("content-type", "application/json");
     if let Some(a) = auth {
         req = req.header("authorization", format!("Bearer {a}"));
@@ -66,14 +77,42 @@ async fn requests_get_matrix_errors() {
     let e = edge().await;
     let put = "/_matrix/app/v1/transactions/1";
     let ok_body = txn(vec![]);
-    let big = txn(vec![json!({"event_id": "$big", "room_id": "!r", "sender": "@a:b", "type": "x", "content": {"pad": "x".repeat(LIMIT)}})]);
-    let two_mib = txn(vec![json!({"event_id": "$two", "room_id": "!r", "sender": "@a:b", "type": "m.room.message", "origin_server_ts": 1, "content": {"pad": "x".repeat(2 * 1024 * 1024)}})]);
+    let big = txn(vec![
+        json!({"event_id": "$big", "room_id": "!r", "sender": "@a:b", "type": "x", "content": {"pad": "x".repeat(LIMIT)}}),
+    ]);
+    let two_mib = txn(vec![
+        json!({"event_id": "$two", "room_id": "!r", "sender": "@a:b", "type": "m.room.message", "origin_server_ts": 1, "content": {"pad": "x".repeat(2 * 1024 * 1024)}}),
+    ]);
     let cases: Vec<(&str, &str, &str, Option<&str>, String, u16, Option<&str>)> = vec![
         ("missing token", "PUT", put, None, ok_body.clone(), 401, Some("M_MISSING_TOKEN")),
         ("wrong token", "PUT", put, Some("nope"), ok_body.clone(), 403, Some("M_FORBIDDEN")),
-        ("token in query", "PUT", "/_matrix/app/v1/transactions/2?access_token=hs_secret_token", None, ok_body.clone(), 200, None),
-        ("wrong token in query", "PUT", "/_matrix/app/v1/transactions/2?access_token=x", None, ok_body.clone(), 403, Some("M_FORBIDDEN")),
-        ("header and query mismatch", "PUT", "/_matrix/app/v1/transactions/3?access_token=other", Some(TOKEN), ok_body.clone(), 403, Some("M_FORBIDDEN")),
+        (
+            "token in query",
+            "PUT",
+            "/_matrix/app/v1/transactions/2?access_token=hs_secret_token",
+            None,
+            ok_body.clone(),
+            200,
+            None,
+        ),
+        (
+            "wrong token in query",
+            "PUT",
+            "/_matrix/app/v1/transactions/2?access_token=x",
+            None,
+            ok_body.clone(),
+            403,
+            Some("M_FORBIDDEN"),
+        ),
+        (
+            "header and query mismatch",
+            "PUT",
+            "/_matrix/app/v1/transactions/3?access_token=other",
+            Some(TOKEN),
+            ok_body.clone(),
+            403,
+            Some("M_FORBIDDEN"),
+        ),
         ("malformed JSON", "PUT", put, Some(TOKEN), "{\"events\": [".into(), 400, Some("M_NOT_JSON")),
         ("non-object body", "PUT", put, Some(TOKEN), "[1, 2]".into(), 400, Some("M_BAD_JSON")),
         ("events not an array", "PUT", put, Some(TOKEN), "{\"events\": 5}".into(), 400, Some("M_BAD_JSON")),
@@ -83,9 +122,33 @@ async fn requests_get_matrix_errors() {
         ("wrong method", "GET", put, Some(TOKEN), String::new(), 405, Some("M_UNRECOGNIZED")),
         ("legacy path", "PUT", "/transactions/9", Some(TOKEN), ok_body.clone(), 200, None),
         ("ping", "POST", "/_matrix/app/v1/ping", Some(TOKEN), "{\"transaction_id\": null}".into(), 200, None),
-        ("room alias query", "GET", "/_matrix/app/v1/rooms/%23a%3Alocalhost", Some(TOKEN), String::new(), 404, Some("M_NOT_FOUND")),
-        ("user query outside the personas", "GET", "/_matrix/app/v1/users/%40rb_nobody%3Alocalhost", Some(TOKEN), String::new(), 404, Some("M_NOT_FOUND")),
-        ("legacy user query", "GET", "/users/%40alice%3Alocalhost", Some(TOKEN), String::new(), 404, Some("M_NOT_FOUND")),
+        (
+            "room alias query",
+            "GET",
+            "/_matrix/app/v1/rooms/%23a%3Alocalhost",
+            Some(TOKEN),
+            String::new(),
+            404,
+            Some("M_NOT_FOUND"),
+        ),
+        (
+            "user query outside the personas",
+            "GET",
+            "/_matrix/app/v1/users/%40rb_nobody%3Alocalhost",
+            Some(TOKEN),
+            String::new(),
+            404,
+            Some("M_NOT_FOUND"),
+        ),
+        (
+            "legacy user query",
+            "GET",
+            "/users/%40alice%3Alocalhost",
+            Some(TOKEN),
+            String::new(),
+            404,
+            Some("M_NOT_FOUND"),
+        ),
     ];
     for (name, method, uri, auth, body, status, errcode) in cases {
         let (got, json) = send(&e.app, method, uri, auth, body).await;
@@ -113,6 +176,7 @@ async fn a_repeated_transaction_is_stored_once_and_a_mixed_one_adds_only_the_new
     // Synapse restarted: txn ids start at 1 again, with a mix of old and new events.
     let mixed = txn(vec![event("$b"), event("$c"), json!({"no": "id"})]);
     assert_eq!(send(&e.app, "PUT", "/_matrix/app/v1/transactions/1", Some(TOKEN), mixed).await.0, StatusCode::OK);
-    let ids: Vec<String> = e.store.room_events("!r:localhost").await.expect("events").into_iter().map(|e| e.event_id).collect();
+    let ids: Vec<String> =
+        e.store.room_events("!r:localhost").await.expect("events").into_iter().map(|e| e.event_id).collect();
     assert_eq!(ids, ["$a", "$b", "$c"]);
 }

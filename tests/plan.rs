@@ -21,24 +21,132 @@ fn refusals_one_per_rule() {
         ("rich_post", json!({}), UnknownTool, None, "unknown tool \"rich_post\""),
         ("rich_send", json!([1]), InvalidArguments, None, "arguments must be a JSON object"),
         ("rich_send", Value::Null, InvalidArguments, Some("payload"), "missing required argument \"payload\""),
-        ("rich_send", json!({"payload": p, "fallback": "f", "colour": 1}), InvalidArguments, Some("colour"), "unknown argument \"colour\""),
-        ("rich_send", json!({"payload": p, "fallback": "f", long.clone(): 1}), InvalidArguments, Some("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…"), "unknown argument \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…\""),
-        ("rich_send", json!({"payload": "{oops", "fallback": "f"}), InvalidPayload, Some("payload"), "payload is a string but not JSON"),
-        ("rich_send", json!({"payload": 5, "fallback": "f"}), InvalidPayload, Some("payload"), "payload must be an object"),
-        ("rich_send", json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "L"}]}, "fallback": "f"}), InvalidPayload, Some("payload.blocks[0]"), "blocks[0] (weather): missing required field \"temp\""),
-        ("rich_send", json!({"payload": p}), InvalidArguments, Some("fallback"), "missing required argument \"fallback\""),
-        ("rich_send", json!({"payload": p, "fallback": "   "}), InvalidArguments, Some("fallback"), "missing required argument \"fallback\""),
-        ("rich_send", json!({"payload": p, "fallback": 3}), InvalidArguments, Some("fallback"), "fallback must be a string"),
-        ("rich_send", json!({"payload": p, "fallback": "x".repeat(20_001)}), InvalidArguments, Some("fallback"), "at most 20000"),
-        ("rich_send", json!({"payload": p, "fallback": "f", "reply_to": "abc"}), InvalidArguments, Some("reply_to"), "must be an event id"),
-        ("rich_send", json!({"payload": p, "fallback": "f", "thread": "$"}), InvalidArguments, Some("thread"), "must be an event id"),
-        ("rich_send", json!({"payload": p, "fallback": "f", "thread": format!("${}", "a".repeat(255))}), InvalidArguments, Some("thread"), "must be an event id"),
-        ("rich_send", json!({"payload": p, "fallback": "f", "reply_to": "$a b"}), InvalidArguments, Some("reply_to"), "must be an event id"),
-        ("rich_send", json!({"payload": p, "fallback": "f", "room": ""}), InvalidArguments, Some("room"), "one line of 1-300"),
-        ("rich_send", json!({"payload": p, "fallback": "f", "room": "a\nb"}), InvalidArguments, Some("room"), "one line of 1-300"),
-        ("rich_send", json!({"payload": p, "fallback": "f", "room": "r".repeat(301)}), InvalidArguments, Some("room"), "one line of 1-300"),
-        ("rich_edit", json!({"payload": p, "fallback": "f"}), InvalidArguments, Some("event_id"), "missing required argument \"event_id\""),
-        ("rich_edit", json!({"event_id": "$e", "payload": p, "fallback": "f", "reply_to": "$x"}), InvalidArguments, Some("reply_to"), "unknown argument \"reply_to\""),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "colour": 1}),
+            InvalidArguments,
+            Some("colour"),
+            "unknown argument \"colour\"",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", long.clone(): 1}),
+            InvalidArguments,
+            Some("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…"),
+            "unknown argument \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…\"",
+        ),
+        (
+            "rich_send",
+            json!({"payload": "{oops", "fallback": "f"}),
+            InvalidPayload,
+            Some("payload"),
+            "payload is a string but not JSON",
+        ),
+        (
+            "rich_send",
+            json!({"payload": 5, "fallback": "f"}),
+            InvalidPayload,
+            Some("payload"),
+            "payload must be an object",
+        ),
+        (
+            "rich_send",
+            json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "L"}]}, "fallback": "f"}),
+            InvalidPayload,
+            Some("payload.blocks[0]"),
+            "blocks[0] (weather): missing required field \"temp\"",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p}),
+            InvalidArguments,
+            Some("fallback"),
+            "missing required argument \"fallback\"",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "   "}),
+            InvalidArguments,
+            Some("fallback"),
+            "missing required argument \"fallback\"",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": 3}),
+            InvalidArguments,
+            Some("fallback"),
+            "fallback must be a string",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "x".repeat(20_001)}),
+            InvalidArguments,
+            Some("fallback"),
+            "at most 20000",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "reply_to": "abc"}),
+            InvalidArguments,
+            Some("reply_to"),
+            "must be an event id",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "thread": "$"}),
+            InvalidArguments,
+            Some("thread"),
+            "must be an event id",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "thread": format!("${}", "a".repeat(255))}),
+            InvalidArguments,
+            Some("thread"),
+            "must be an event id",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "reply_to": "$a b"}),
+            InvalidArguments,
+            Some("reply_to"),
+            "must be an event id",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "room": ""}),
+            InvalidArguments,
+            Some("room"),
+            "one line of 1-300",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "room": "a\nb"}),
+            InvalidArguments,
+            Some("room"),
+            "one line of 1-300",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "room": "r".repeat(301)}),
+            InvalidArguments,
+            Some("room"),
+            "one line of 1-300",
+        ),
+        (
+            "rich_edit",
+            json!({"payload": p, "fallback": "f"}),
+            InvalidArguments,
+            Some("event_id"),
+            "missing required argument \"event_id\"",
+        ),
+        (
+            "rich_edit",
+            json!({"event_id": "$e", "payload": p, "fallback": "f", "reply_to": "$x"}),
+            InvalidArguments,
+            Some("reply_to"),
+            "unknown argument \"reply_to\"",
+        ),
     ];
     for (name, args, code, path, message) in cases {
         let (c, p, m) = err(name, args.clone());
@@ -60,12 +168,17 @@ fn accepted_calls() {
     assert_eq!(payload.to_value(), p);
 
     let math = json!({"payload": {"v": 1, "blocks": [{"type": "math", "tex": "e^{i\\pi}+1=0"}]}});
-    let RichCall::Send { fallback, room, .. } = plan("rich_send", &math).expect("math needs no fallback") else { panic!() };
+    let RichCall::Send { fallback, room, .. } = plan("rich_send", &math).expect("math needs no fallback") else {
+        panic!()
+    };
     assert_eq!(fallback, "e^{i\\pi}+1=0");
     assert_eq!(room, RoomTarget::Here);
 
-    let edit = plan("rich_edit", &json!({"event_id": "$orig", "payload": p, "fallback": "f", "room": "!abc"})).expect("valid edit");
-    assert!(matches!(edit, RichCall::Edit { ref event_id, room: RoomTarget::Named(ref r), .. } if event_id.as_str() == "$orig" && r == "!abc"));
+    let edit = plan("rich_edit", &json!({"event_id": "$orig", "payload": p, "fallback": "f", "room": "!abc"}))
+        .expect("valid edit");
+    assert!(
+        matches!(edit, RichCall::Edit { ref event_id, room: RoomTarget::Named(ref r), .. } if event_id.as_str() == "$orig" && r == "!abc")
+    );
 }
 
 #[test]
@@ -99,5 +212,8 @@ fn schemas_are_closed_and_rooms_are_listed() {
 fn tool_errors_serialize_for_the_model() {
     let e = plan("rich_send", &json!({"payload": payload(), "fallback": "f", "zzz": 1})).expect_err("refused");
     let v: Value = serde_json::from_str(&e.to_result()).expect("json");
-    assert_eq!(v, json!({"error": "unknown argument \"zzz\" (allowed: payload, fallback, reply_to, thread, room)", "code": "invalid_arguments", "path": "zzz"}));
+    assert_eq!(
+        v,
+        json!({"error": "unknown argument \"zzz\" (allowed: payload, fallback, reply_to, thread, room)", "code": "invalid_arguments", "path": "zzz"})
+    );
 }

@@ -17,7 +17,9 @@ async fn concurrent_edit_slots_are_spaced_and_never_shared() {
     let mut tasks = Vec::new();
     for _ in 0..10 {
         let s = s.clone();
-        tasks.push(tokio::spawn(async move { s.reserve_edit_slot("$m", "@bot:x", 1_000, 2_500).await.expect("slot").expect("owner") }));
+        tasks.push(tokio::spawn(async move {
+            s.reserve_edit_slot("$m", "@bot:x", 1_000, 2_500).await.expect("slot").expect("owner")
+        }));
     }
     let mut slots = Vec::new();
     for t in tasks {
@@ -62,7 +64,15 @@ fn environment_overrides_config_keys() {
     assert!(s.allowed("@anyone:example.org") && !s.allowed("@eve:evil.org"), "default: this homeserver only");
     assert!(!format!("{:?}", s.config.llm).contains("sk-"), "secrets are not printed");
 
-    let bad = richbot::config::from_str(toml, "c.toml".as_ref(), dir.path(), vec![("RICHBOT__PERSONAS__0__LOCALPART".to_owned(), "mallory".to_owned())]);
+    let bad = richbot::config::from_str(
+        toml,
+        "c.toml".as_ref(),
+        dir.path(),
+        vec![("RICHBOT__PERSONAS__0__LOCALPART".to_owned(), "mallory".to_owned())],
+    );
     let msg = bad.expect_err("outside the namespace").to_string();
-    assert!(msg.starts_with("personas[0].localpart: @mallory:example.org is outside the registration's user namespace"), "{msg}");
+    assert!(
+        msg.starts_with("personas[0].localpart: @mallory:example.org is outside the registration's user namespace"),
+        "{msg}"
+    );
 }

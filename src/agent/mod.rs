@@ -63,7 +63,11 @@ pub trait ToolRunner {
 
 /// Anything that completes a conversation (the real client, or a test double).
 pub trait Complete {
-    fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> impl std::future::Future<Output = Result<Reply, Error>> + Send;
+    fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send;
 }
 
 /// The bounded tool loop.

@@ -62,7 +62,11 @@ pub fn reply(response: &Value) -> Option<Reply> {
         .unwrap_or_default();
     let usage = response.get("usage");
     let count = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    Some(Reply { text, tool_calls, usage: Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") } })
+    Some(Reply {
+        text,
+        tool_calls,
+        usage: Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") },
+    })
 }
 
 #[cfg(test)]

@@ -8,12 +8,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use super::{AppState, ApiError};
+use super::{ApiError, AppState};
 
 pub async fn require_hs_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let header = request.headers().get(AUTHORIZATION).map(|v| v.to_str().ok().and_then(|s| s.strip_prefix("Bearer ")));
     let query = request.uri().query().and_then(|q| {
-        q.split('&').find_map(|pair| pair.strip_prefix("access_token=")).map(|t| percent_encoding::percent_decode_str(t).decode_utf8_lossy().into_owned())
+        q.split('&')
+            .find_map(|pair| pair.strip_prefix("access_token="))
+            .map(|t| percent_encoding::percent_decode_str(t).decode_utf8_lossy().into_owned())
     });
     let matches = |t: &str| bool::from(t.as_bytes().ct_eq(state.hs_token.as_bytes()));
     let verdict = match (header, query.as_deref()) {
@@ -21,7 +23,11 @@ pub async fn require_hs_token(State(state): State<AppState>, request: Request, n
         (Some(None), _) => Err(ApiError::Forbidden),
         (Some(Some(h)), Some(q)) if h != q => Err(ApiError::Forbidden),
         (Some(Some(t)), _) | (None, Some(t)) => {
-            if matches(t) { Ok(()) } else { Err(ApiError::Forbidden) }
+            if matches(t) {
+                Ok(())
+            } else {
+                Err(ApiError::Forbidden)
+            }
         }
     };
     match verdict {

@@ -32,15 +32,22 @@ impl IntoResponse for ApiError {
             ApiError::Unrecognized => (StatusCode::NOT_FOUND, "M_UNRECOGNIZED", "Unrecognized request"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "M_UNRECOGNIZED", "Method not allowed"),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "M_TOO_LARGE", "Request body is too large"),
-            ApiError::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "M_UNKNOWN", "Temporarily unavailable; retry later"),
+            ApiError::Unavailable => {
+                (StatusCode::SERVICE_UNAVAILABLE, "M_UNKNOWN", "Temporarily unavailable; retry later")
+            }
         };
         (status, Json(json!({"errcode": errcode, "error": error}))).into_response()
     }
 }
 
 /// Reads a JSON object body; size, JSON and shape errors become Matrix errors.
-pub fn json_object(body: Result<bytes::Bytes, axum::extract::rejection::BytesRejection>) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-    let bytes = body.map_err(|e| if e.status() == StatusCode::PAYLOAD_TOO_LARGE { ApiError::TooLarge } else { ApiError::NotJson })?;
+pub fn json_object(
+    body: Result<bytes::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+    let bytes =
+        body.map_err(
+            |e| if e.status() == StatusCode::PAYLOAD_TOO_LARGE { ApiError::TooLarge } else { ApiError::NotJson },
+        )?;
     match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(serde_json::Value::Object(map)) => Ok(map),
         Ok(_) => Err(ApiError::BadJson("Request body must be a JSON object")),

@@ -5,15 +5,19 @@
 //! or LLM call happens here, so the homeserver is never held up (a slow or failed answer
 //! puts it into exponential back-off). A storage failure answers 503 so it retries.
 
+use axum::Json;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde_json::{Value, json};
 
 use super::{ApiError, AppState, error::json_object};
 
-pub async fn push_events(State(state): State<AppState>, Path(txn_id): Path<String>, body: Result<bytes::Bytes, BytesRejection>) -> Response {
+pub async fn push_events(
+    State(state): State<AppState>,
+    Path(txn_id): Path<String>,
+    body: Result<bytes::Bytes, BytesRejection>,
+) -> Response {
     let mut body = match json_object(body) {
         Ok(b) => b,
         Err(e) => return e.into_response(),

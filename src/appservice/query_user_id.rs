@@ -5,9 +5,9 @@
 //! configured persona is registered on the spot (the spec's lazy creation: the answer
 //! must come after the user exists) and gets 200; anything else is 404.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use ruma::UserId;
 use serde_json::json;
 

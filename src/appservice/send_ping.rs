@@ -4,9 +4,9 @@
 //! The homeserver checks it can reach us (Synapse sends `{"transaction_id": null}` when
 //! the client gave none). Any JSON object is fine; the answer is `{}`.
 
+use axum::Json;
 use axum::extract::rejection::BytesRejection;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde_json::json;
 
 use super::error::json_object;

@@ -38,9 +38,16 @@ pub enum Kind {
     /// A string or a number (table cells, field values).
     Scalar,
     /// An array of `item`, `min..=max` long.
-    List { item: &'static Kind, min: usize, max: usize },
+    List {
+        item: &'static Kind,
+        min: usize,
+        max: usize,
+    },
     /// An object with these fields.
-    Object { fields: &'static [Field], strict: bool },
+    Object {
+        fields: &'static [Field],
+        strict: bool,
+    },
     /// Either of two kinds (the first that fits wins; errors come from the second).
     Either(&'static Kind, &'static Kind),
 }
@@ -91,7 +98,8 @@ pub const BUTTON: Kind = Kind::Object {
     strict: true,
 };
 
-const STEP: Kind = Kind::Object { fields: &[req("label", Kind::Str), req("state", Kind::OneOf(STATES))], strict: false };
+const STEP: Kind =
+    Kind::Object { fields: &[req("label", Kind::Str), req("state", Kind::OneOf(STATES))], strict: false };
 
 const CARD_FIELDS: &[Field] = &[
     req("title", Kind::Str),
@@ -100,26 +108,38 @@ const CARD_FIELDS: &[Field] = &[
     opt("price", Kind::Num),
     opt("currency", Kind::Str),
     opt("url", Kind::Url),
-    opt("fields", Kind::List { item: &Kind::Object { fields: &[req("label", Kind::Str), req("value", Kind::Scalar)], strict: false }, min: 1, max: 50 }),
+    opt(
+        "fields",
+        Kind::List {
+            item: &Kind::Object { fields: &[req("label", Kind::Str), req("value", Kind::Scalar)], strict: false },
+            min: 1,
+            max: 50,
+        },
+    ),
     opt("actions", Kind::List { item: &BUTTON, min: 1, max: 4 }),
 ];
 
 const COLUMN: Kind = Kind::Either(
     &Kind::Str,
     &Kind::Object {
-        fields: &[req("key", Kind::Str), req("label", Kind::Str), opt("align", Kind::OneOf(&["left", "center", "right"]))],
+        fields: &[
+            req("key", Kind::Str),
+            req("label", Kind::Str),
+            opt("align", Kind::OneOf(&["left", "center", "right"])),
+        ],
         strict: false,
     },
 );
 
-const ROW: Kind = Kind::Either(
-    &Kind::List { item: &Kind::Scalar, min: 0, max: 20 },
-    &Kind::Object { fields: &[], strict: false },
-);
+const ROW: Kind =
+    Kind::Either(&Kind::List { item: &Kind::Scalar, min: 0, max: 20 }, &Kind::Object { fields: &[], strict: false });
 
 const SERIES: Kind = Kind::Either(
     &Kind::Num,
-    &Kind::Object { fields: &[opt("name", Kind::Str), req("values", Kind::List { item: &Kind::Num, min: 1, max: 500 })], strict: false },
+    &Kind::Object {
+        fields: &[opt("name", Kind::Str), req("values", Kind::List { item: &Kind::Num, min: 1, max: 500 })],
+        strict: false,
+    },
 );
 
 /// The catalogue. Order: action blocks, then display blocks as in the contract.
@@ -167,16 +187,29 @@ pub static CATALOGUE: &[BlockSpec] = &[
         use_for: "links you used",
         fields: &[req(
             "sources",
-            Kind::List { item: &Kind::Object { fields: &[req("title", Kind::Str), req("url", Kind::Url)], strict: false }, min: 1, max: 20 },
+            Kind::List {
+                item: &Kind::Object { fields: &[req("title", Kind::Str), req("url", Kind::Url)], strict: false },
+                min: 1,
+                max: 20,
+            },
         )],
         strict: false,
         extra: None,
     },
-    BlockSpec { name: "card", use_for: "one product, listing or order", fields: CARD_FIELDS, strict: false, extra: None },
+    BlockSpec {
+        name: "card",
+        use_for: "one product, listing or order",
+        fields: CARD_FIELDS,
+        strict: false,
+        extra: None,
+    },
     BlockSpec {
         name: "cards",
         use_for: "a few products or listings (≤ 10)",
-        fields: &[req("cards", Kind::List { item: &Kind::Object { fields: CARD_FIELDS, strict: false }, min: 1, max: 10 })],
+        fields: &[req(
+            "cards",
+            Kind::List { item: &Kind::Object { fields: CARD_FIELDS, strict: false }, min: 1, max: 10 },
+        )],
         strict: false,
         extra: None,
     },
@@ -201,8 +234,20 @@ pub static CATALOGUE: &[BlockSpec] = &[
         strict: false,
         extra: None,
     },
-    BlockSpec { name: "diff", use_for: "a patch", fields: &[req("diff", Kind::Text), opt("filename", Kind::Str)], strict: false, extra: None },
-    BlockSpec { name: "countdown", use_for: "a deadline", fields: &[req("until", Kind::Time), opt("label", Kind::Str)], strict: false, extra: None },
+    BlockSpec {
+        name: "diff",
+        use_for: "a patch",
+        fields: &[req("diff", Kind::Text), opt("filename", Kind::Str)],
+        strict: false,
+        extra: None,
+    },
+    BlockSpec {
+        name: "countdown",
+        use_for: "a deadline",
+        fields: &[req("until", Kind::Time), opt("label", Kind::Str)],
+        strict: false,
+        extra: None,
+    },
     BlockSpec {
         name: "event",
         use_for: "a meeting, flight, booking",
@@ -283,7 +328,11 @@ pub static CATALOGUE: &[BlockSpec] = &[
         use_for: "2 or more images",
         fields: &[req(
             "images",
-            Kind::List { item: &Kind::Object { fields: &[req("url", Kind::Mxc), opt("alt", Kind::Str)], strict: false }, min: 2, max: 20 },
+            Kind::List {
+                item: &Kind::Object { fields: &[req("url", Kind::Mxc), opt("alt", Kind::Str)], strict: false },
+                min: 2,
+                max: 20,
+            },
         )],
         strict: false,
         extra: None,

@@ -30,7 +30,13 @@ pub fn check_block(spec: &BlockSpec, block: &Map<String, Value>, path: &str) -> 
     }
 }
 
-fn check_fields(fields: &[Field], strict: bool, obj: &Map<String, Value>, path: &str, always_allowed: &[&str]) -> Result<(), Failure> {
+fn check_fields(
+    fields: &[Field],
+    strict: bool,
+    obj: &Map<String, Value>,
+    path: &str,
+    always_allowed: &[&str],
+) -> Result<(), Failure> {
     for field in fields {
         match obj.get(field.name) {
             None | Some(Value::Null) if field.required => {
@@ -41,7 +47,9 @@ fn check_fields(fields: &[Field], strict: bool, obj: &Map<String, Value>, path: 
         }
     }
     if strict {
-        if let Some(unknown) = obj.keys().find(|k| !always_allowed.contains(&k.as_str()) && !fields.iter().any(|f| f.name == k.as_str())) {
+        if let Some(unknown) =
+            obj.keys().find(|k| !always_allowed.contains(&k.as_str()) && !fields.iter().any(|f| f.name == k.as_str()))
+        {
             let allowed: Vec<&str> = fields.iter().map(|f| f.name).collect();
             return fail(path, format!("unknown field \"{}\" (allowed: {})", cut(unknown, 40), allowed.join(", ")));
         }
@@ -71,7 +79,10 @@ fn check_kind(kind: &Kind, value: &Value, path: &str) -> Result<(), Failure> {
             Value::Number(n) if n.is_i64() || n.is_u64() => safe_int(value, path),
             Value::Number(_) => fail(path, "must be an integer or a decimal string (floats are canonicalized first)"),
             Value::String(s) if is_decimal_string(s) => Ok(()),
-            _ => fail(path, format!("must be a number: an integer or a decimal string like \"62.99\" (got {})", describe(value))),
+            _ => fail(
+                path,
+                format!("must be a number: an integer or a decimal string like \"62.99\" (got {})", describe(value)),
+            ),
         },
         Kind::Int => match value {
             Value::Number(n) if n.is_i64() || n.is_u64() => safe_int(value, path),
@@ -139,7 +150,11 @@ fn check_kind(kind: &Kind, value: &Value, path: &str) -> Result<(), Failure> {
             _ => fail(path, format!("must be an object (got {})", describe(value))),
         },
         Kind::Either(first, second) => {
-            if check_kind(first, value, path).is_ok() { Ok(()) } else { check_kind(second, value, path) }
+            if check_kind(first, value, path).is_ok() {
+                Ok(())
+            } else {
+                check_kind(second, value, path)
+            }
         }
     }
 }
@@ -162,7 +177,10 @@ fn max_chars(s: &str, max: usize, path: &str) -> Result<(), Failure> {
 fn safe_int(value: &Value, path: &str) -> Result<(), Failure> {
     let big = value.as_i64().map(|i| i.unsigned_abs()).or(value.as_u64()).unwrap_or(u64::MAX);
     if big > MAX_SAFE_INT as u64 {
-        return fail(path, format!("integer {value} is outside ±(2^53-1); send it as a decimal string like \"{value}\""));
+        return fail(
+            path,
+            format!("integer {value} is outside ±(2^53-1); send it as a decimal string like \"{value}\""),
+        );
     }
     Ok(())
 }
@@ -199,9 +217,9 @@ pub fn cut(s: &str, max: usize) -> String {
 
 /// `mxc://server/id`: both parts non-empty, no whitespace, no further slash in the id.
 pub fn is_mxc(s: &str) -> bool {
-    s.strip_prefix("mxc://")
-        .and_then(|rest| rest.split_once('/'))
-        .is_some_and(|(server, id)| !server.is_empty() && !id.is_empty() && !id.contains('/') && !s.contains(char::is_whitespace))
+    s.strip_prefix("mxc://").and_then(|rest| rest.split_once('/')).is_some_and(|(server, id)| {
+        !server.is_empty() && !id.is_empty() && !id.contains('/') && !s.contains(char::is_whitespace)
+    })
 }
 
 /// 1-64 characters of `[A-Za-z0-9_.:-]` (the upstream button-id syntax).
@@ -257,7 +275,10 @@ pub fn table_cells(block: &Map<String, Value>, path: &str) -> Result<(), Failure
     for (i, row) in rows.iter().enumerate() {
         if let Value::Array(cells) = row {
             if cells.len() > columns {
-                return fail(&index(&join(path, "rows"), i), format!("has {} cells but there are {columns} columns", cells.len()));
+                return fail(
+                    &index(&join(path, "rows"), i),
+                    format!("has {} cells but there are {columns} columns", cells.len()),
+                );
             }
         }
     }

@@ -86,8 +86,9 @@ struct BlockHead {
 impl Rich {
     /// Loads a payload leniently from JSON text (unknown blocks kept byte-for-byte).
     pub fn parse(text: &str) -> Result<Self, BlockError> {
-        let envelope: Envelope<'_> = serde_json::from_str(text)
-            .map_err(|e| BlockError::at("", format!("payload must be a JSON object {{\"v\": 1, \"blocks\": [...]}} ({e})")))?;
+        let envelope: Envelope<'_> = serde_json::from_str(text).map_err(|e| {
+            BlockError::at("", format!("payload must be a JSON object {{\"v\": 1, \"blocks\": [...]}} ({e})"))
+        })?;
         match envelope.v {
             Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
             Some(v) => return Err(BlockError::at("v", format!("unsupported payload version {v} (expected 1)"))),
@@ -124,20 +125,34 @@ impl Rich {
             let path = format!("blocks[{i}]");
             match block {
                 Block::Known { spec, fields } => {
-                    check::check_block(spec, fields, &path).map_err(|f| BlockError::in_block(i, spec.name, f.path, f.message))?;
+                    check::check_block(spec, fields, &path)
+                        .map_err(|f| BlockError::in_block(i, spec.name, f.path, f.message))?;
                 }
                 Block::Unknown { ty, version: Some(v), .. } if spec(ty).is_some() => {
-                    return Err(BlockError::in_block(i, ty, path, format!("block version {v} is not one this sender can emit (use 1 or leave \"v\" out)")));
+                    return Err(BlockError::in_block(
+                        i,
+                        ty,
+                        path,
+                        format!("block version {v} is not one this sender can emit (use 1 or leave \"v\" out)"),
+                    ));
                 }
                 Block::Unknown { ty, .. } => {
                     let known: Vec<&str> = names().collect();
-                    return Err(BlockError::at(path, format!("unknown block type \"{}\" (known: {})", cut(ty, 40), known.join(", "))));
+                    return Err(BlockError::at(
+                        path,
+                        format!("unknown block type \"{}\" (known: {})", cut(ty, 40), known.join(", ")),
+                    ));
                 }
             }
         }
         let size = self.to_value().to_string().len();
         if size > MAX_PAYLOAD_BYTES {
-            return Err(BlockError::at("", format!("payload is {size} bytes; at most {MAX_PAYLOAD_BYTES} (48 KiB): shorten it or split it into two messages")));
+            return Err(BlockError::at(
+                "",
+                format!(
+                    "payload is {size} bytes; at most {MAX_PAYLOAD_BYTES} (48 KiB): shorten it or split it into two messages"
+                ),
+            ));
         }
         Ok(())
     }
@@ -168,7 +183,8 @@ impl Rich {
     /// Every button (in `buttons`, `chips` and card actions) that parses as a typed button.
     pub fn buttons(&self) -> Vec<Button> {
         let parse = |v: &Value| serde_json::from_value::<Button>(v.clone()).ok();
-        let list = |f: &Map<String, Value>, key: &str| f.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+        let list =
+            |f: &Map<String, Value>, key: &str| f.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
         let mut out = Vec::new();
         for block in &self.blocks {
             if let Block::Known { spec, fields } = block {
@@ -176,7 +192,11 @@ impl Rich {
                     "buttons" => list(fields, "buttons"),
                     "chips" => list(fields, "chips"),
                     "card" => list(fields, "actions"),
-                    "cards" => list(fields, "cards").iter().filter_map(|c| c.get("actions")?.as_array().cloned()).flatten().collect(),
+                    "cards" => list(fields, "cards")
+                        .iter()
+                        .filter_map(|c| c.get("actions")?.as_array().cloned())
+                        .flatten()
+                        .collect(),
                     _ => Vec::new(),
                 };
                 out.extend(items.iter().filter_map(parse));
@@ -200,7 +220,12 @@ fn load_block(i: usize, raw: &RawValue) -> Result<Block, BlockError> {
     let version = match head.v {
         None => None,
         Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
-        Some(_) => return Err(BlockError::at(format!("blocks[{i}].v"), "block version must be a positive integer (or left out for 1)")),
+        Some(_) => {
+            return Err(BlockError::at(
+                format!("blocks[{i}].v"),
+                "block version must be a positive integer (or left out for 1)",
+            ));
+        }
     };
     match (spec(&ty), version) {
         (Some(spec), None | Some(1)) => {

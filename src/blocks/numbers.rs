@@ -63,10 +63,7 @@ fn canonical_number(n: &Number, path: &str) -> Result<Option<Value>, BlockError>
 
 fn check_int(i: i128, path: &str) -> Result<(), BlockError> {
     if i.abs() > MAX_SAFE_INT as i128 {
-        Err(BlockError::at(
-            path,
-            format!("integer {i} is outside ±(2^53-1); send it as a decimal string like \"{i}\""),
-        ))
+        Err(BlockError::at(path, format!("integer {i} is outside ±(2^53-1); send it as a decimal string like \"{i}\"")))
     } else {
         Ok(())
     }
@@ -94,9 +91,7 @@ pub fn is_decimal_string(s: &str) -> bool {
         None => (mantissa, None),
     };
     let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
-    digits(int)
-        && frac.is_none_or(digits)
-        && exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)))
+    digits(int) && frac.is_none_or(digits) && exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)))
 }
 
 #[cfg(test)]

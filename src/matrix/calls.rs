@@ -49,7 +49,14 @@ impl Client {
     }
 
     /// `PUT /_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}` as `user`.
-    pub async fn send(&self, room: &RoomId, event_type: &str, txn_id: &str, content: &Value, user: &UserId) -> Result<OwnedEventId, Error> {
+    pub async fn send(
+        &self,
+        room: &RoomId,
+        event_type: &str,
+        txn_id: &str,
+        content: &Value,
+        user: &UserId,
+    ) -> Result<OwnedEventId, Error> {
         let path = format!("/_matrix/client/v3/rooms/{}/send/{}/{}", enc(room.as_str()), enc(event_type), enc(txn_id));
         let answer = self.call(Method::PUT, &path, Some(user), Some(content)).await?;
         parse_field::<OwnedEventId>(&answer, "event_id")

@@ -61,7 +61,13 @@ impl Client {
     }
 
     /// One call with retries. `path` is already percent-encoded.
-    async fn call(&self, method: Method, path: &str, as_user: Option<&UserId>, body: Option<&Value>) -> Result<Value, Error> {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        as_user: Option<&UserId>,
+        body: Option<&Value>,
+    ) -> Result<Value, Error> {
         let mut url = format!("{}{path}", self.base);
         if let Some(user) = as_user {
             url.push_str(if path.contains('?') { "&" } else { "?" });

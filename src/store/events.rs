@@ -85,15 +85,19 @@ impl Store {
 
     /// Rooms that have events not yet handled, oldest first.
     pub async fn rooms_with_pending(&self) -> Result<Vec<String>> {
-        let rows = sqlx::query("SELECT room_id, MIN(seq) AS first FROM events WHERE processed = 0 GROUP BY room_id ORDER BY first")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(
+            "SELECT room_id, MIN(seq) AS first FROM events WHERE processed = 0 GROUP BY room_id ORDER BY first",
+        )
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(|r| Ok(r.try_get("room_id")?)).collect()
     }
 
     /// A room's unhandled events not claimed by a turn, in arrival order.
     pub async fn pending_events(&self, room_id: &str) -> Result<Vec<StoredEvent>> {
-        let sql = format!("SELECT {COLUMNS} FROM events WHERE processed = 0 AND turn_id IS NULL AND room_id = ? ORDER BY seq");
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events WHERE processed = 0 AND turn_id IS NULL AND room_id = ? ORDER BY seq"
+        );
         let rows = sqlx::query(&sql).bind(room_id).fetch_all(&self.pool).await?;
         rows.iter().map(StoredEvent::from_row).collect()
     }

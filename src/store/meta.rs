@@ -18,7 +18,8 @@ impl Store {
 
     /// Whether a persona was registered with the homeserver.
     pub async fn persona_registered(&self, user_id: &str) -> Result<bool> {
-        let row = sqlx::query("SELECT 1 FROM personas WHERE user_id = ?").bind(user_id).fetch_optional(&self.pool).await?;
+        let row =
+            sqlx::query("SELECT 1 FROM personas WHERE user_id = ?").bind(user_id).fetch_optional(&self.pool).await?;
         Ok(row.is_some())
     }
 

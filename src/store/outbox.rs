@@ -16,7 +16,15 @@ pub struct OutboxRow {
 impl Store {
     /// The write `seq` of turn `turn_id`, creating it (state `pending`, with `txn_id`) if
     /// it is new. A resumed turn gets the row it made before the crash.
-    pub async fn outbox_claim(&self, txn_id: &str, turn_id: i64, seq: i64, room_id: &str, sender: &str, now: i64) -> Result<OutboxRow> {
+    pub async fn outbox_claim(
+        &self,
+        txn_id: &str,
+        turn_id: i64,
+        seq: i64,
+        room_id: &str,
+        sender: &str,
+        now: i64,
+    ) -> Result<OutboxRow> {
         sqlx::query(
             "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at) VALUES (?, ?, ?, ?, ?, ?)
              ON CONFLICT (turn_id, seq) DO NOTHING",
@@ -44,7 +52,10 @@ impl Store {
 
     /// Counts an attempt at a write.
     pub async fn outbox_attempt(&self, txn_id: &str) -> Result<()> {
-        sqlx::query("UPDATE outbox SET attempts = attempts + 1 WHERE txn_id = ?").bind(txn_id).execute(&self.pool).await?;
+        sqlx::query("UPDATE outbox SET attempts = attempts + 1 WHERE txn_id = ?")
+            .bind(txn_id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

@@ -36,10 +36,11 @@ impl Store {
 
     /// Users joined to a room, as far as we know.
     pub async fn joined_members(&self, room_id: &str) -> Result<Vec<String>> {
-        let rows = sqlx::query("SELECT user_id FROM room_members WHERE room_id = ? AND membership = 'join' ORDER BY user_id")
-            .bind(room_id)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows =
+            sqlx::query("SELECT user_id FROM room_members WHERE room_id = ? AND membership = 'join' ORDER BY user_id")
+                .bind(room_id)
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter().map(|r| Ok(r.try_get("user_id")?)).collect()
     }
 

@@ -87,7 +87,13 @@ impl Store {
     /// slot is `max(next_edit_at, now)`, and `next_edit_at` moves `interval` past it, so
     /// concurrent writers (or processes) get slots in order, never the same one. `None`
     /// when `sender` did not send the message.
-    pub async fn reserve_edit_slot(&self, event_id: &str, sender: &str, now: i64, interval: i64) -> Result<Option<i64>> {
+    pub async fn reserve_edit_slot(
+        &self,
+        event_id: &str,
+        sender: &str,
+        now: i64,
+        interval: i64,
+    ) -> Result<Option<i64>> {
         let row = sqlx::query(
             "UPDATE sent_messages SET next_edit_at = MAX(next_edit_at, ?1) + ?2, edits = edits + 1
              WHERE event_id = ?3 AND sender = ?4 AND replaces IS NULL RETURNING next_edit_at - ?2 AS slot",

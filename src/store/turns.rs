@@ -26,16 +26,15 @@ impl Store {
     /// Starts a turn answering the events `seqs` (claimed by it in the same transaction).
     pub async fn start_turn(&self, room_id: &str, persona: &str, asker: &str, seqs: &[i64], now: i64) -> Result<i64> {
         let mut tx = self.pool.begin().await?;
-        let id: i64 = sqlx::query(
-            "INSERT INTO turns (room_id, persona, asker, started_at) VALUES (?, ?, ?, ?) RETURNING id",
-        )
-        .bind(room_id)
-        .bind(persona)
-        .bind(asker)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("id")?;
+        let id: i64 =
+            sqlx::query("INSERT INTO turns (room_id, persona, asker, started_at) VALUES (?, ?, ?, ?) RETURNING id")
+                .bind(room_id)
+                .bind(persona)
+                .bind(asker)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("id")?;
         for seq in seqs {
             sqlx::query("UPDATE events SET turn_id = ? WHERE seq = ?").bind(id).bind(seq).execute(&mut *tx).await?;
         }
@@ -46,10 +45,12 @@ impl Store {
     /// A turn of this room that was started but never finished (a crash), with the events
     /// it claimed.
     pub async fn unfinished_turn(&self, room_id: &str) -> Result<Option<(TurnRow, Vec<StoredEvent>)>> {
-        let row = sqlx::query("SELECT id, room_id, persona, asker FROM turns WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1")
-            .bind(room_id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            "SELECT id, room_id, persona, asker FROM turns WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1",
+        )
+        .bind(room_id)
+        .fetch_optional(&self.pool)
+        .await?;
         let Some(row) = row else { return Ok(None) };
         let turn = TurnRow {
             id: row.try_get("id")?,
@@ -97,7 +98,14 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get("outcome")?, r.try_get("rounds")?, r.try_get("prompt_tokens")?, r.try_get("completion_tokens")?)))
+            .map(|r| {
+                Ok((
+                    r.try_get("outcome")?,
+                    r.try_get("rounds")?,
+                    r.try_get("prompt_tokens")?,
+                    r.try_get("completion_tokens")?,
+                ))
+            })
             .collect()
     }
 }

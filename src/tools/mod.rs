@@ -35,8 +35,19 @@ pub enum RoomTarget {
 /// A checked call, ready for the turn to authorize and send.
 #[derive(Debug, Clone)]
 pub enum RichCall {
-    Send { payload: Rich, fallback: String, reply_to: Option<OwnedEventId>, thread: Option<OwnedEventId>, room: RoomTarget },
-    Edit { event_id: OwnedEventId, payload: Rich, fallback: String, room: RoomTarget },
+    Send {
+        payload: Rich,
+        fallback: String,
+        reply_to: Option<OwnedEventId>,
+        thread: Option<OwnedEventId>,
+        room: RoomTarget,
+    },
+    Edit {
+        event_id: OwnedEventId,
+        payload: Rich,
+        fallback: String,
+        room: RoomTarget,
+    },
 }
 
 impl RichCall {

@@ -68,13 +68,16 @@ fn payload(value: Option<&Value>) -> Result<Rich, ToolError> {
                 "missing required argument \"payload\" ({\"v\": 1, \"blocks\": [...]})",
             ));
         }
-        Some(Value::String(text)) => serde_json::from_str::<Value>(text).map_err(|e| {
-            ToolError::at(InvalidPayload, "payload", format!("payload is a string but not JSON: {e}"))
-        })?,
+        Some(Value::String(text)) => serde_json::from_str::<Value>(text)
+            .map_err(|e| ToolError::at(InvalidPayload, "payload", format!("payload is a string but not JSON: {e}")))?,
         Some(v) => v.clone(),
     };
     if !value.is_object() {
-        return Err(ToolError::at(InvalidPayload, "payload", "payload must be an object {\"v\": 1, \"blocks\": [...]}"));
+        return Err(ToolError::at(
+            InvalidPayload,
+            "payload",
+            "payload must be an object {\"v\": 1, \"blocks\": [...]}",
+        ));
     }
     Rich::checked(value).map_err(|e| {
         let path = if e.path.is_empty() { "payload".to_owned() } else { format!("payload.{}", e.path) };
@@ -127,7 +130,11 @@ fn room(value: Option<&Value>) -> Result<RoomTarget, ToolError> {
 
 fn optional_event_id(args: &Map<String, Value>, key: &str) -> Result<Option<OwnedEventId>, ToolError> {
     let bad = || {
-        ToolError::at(InvalidArguments, key, format!("{key} must be an event id: \"$\" then 1-254 non-space characters"))
+        ToolError::at(
+            InvalidArguments,
+            key,
+            format!("{key} must be an event id: \"$\" then 1-254 non-space characters"),
+        )
     };
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),

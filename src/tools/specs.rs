@@ -70,10 +70,11 @@ pub fn tool_specs(rooms: &RoomChoices) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: RICH_EDIT,
-            description: "Replace the content of a rich message you sent earlier (use the event_id rich_send returned; \
+            description:
+                "Replace the content of a rich message you sent earlier (use the event_id rich_send returned; \
                           always the original message, never an edit). Give the full new payload and fallback. \
                           Edits of one message are paced 2.5 s apart; a faster edit waits for its slot."
-                .to_owned(),
+                    .to_owned(),
             parameters: json!({
                 "type": "object",
                 "properties": {

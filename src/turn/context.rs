@@ -65,7 +65,10 @@ pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Trigger]) ->
     out.extend(lines);
     for press in presses {
         if let Trigger::ButtonReact { key, label, message } = press {
-            out.push(Message::User(format!("{} pressed the button \"{label}\" ({key}) on your message {message}.", s.asker)));
+            out.push(Message::User(format!(
+                "{} pressed the button \"{label}\" ({key}) on your message {message}.",
+                s.asker
+            )));
         }
     }
     out
@@ -158,7 +161,11 @@ mod tests {
         let history = vec![
             ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "weather?"})),
             ev(2, "@bot:x", json!({"msgtype": "m.text", "body": "Lisbon 21.5", "com.ianm.mtrix": {"v": 1}})),
-            ev(3, "@alice:x", json!({"msgtype": "m.text", "body": "* edited", "m.relates_to": {"rel_type": "m.replace", "event_id": "$e1"}})),
+            ev(
+                3,
+                "@alice:x",
+                json!({"msgtype": "m.text", "body": "* edited", "m.relates_to": {"rel_type": "m.replace", "event_id": "$e1"}}),
+            ),
             ev(4, "@alice:x", json!({"msgtype": "m.text", "body": "thanks"})),
         ];
         let msgs = build(&situation(None, 10_000), &history, &[]);
@@ -174,8 +181,9 @@ mod tests {
 
     #[test]
     fn history_is_cut_to_the_budget_keeping_the_newest() {
-        let history: Vec<StoredEvent> =
-            (1..=50).map(|i| ev(i, "@alice:x", json!({"msgtype": "m.text", "body": format!("message number {i}")}))).collect();
+        let history: Vec<StoredEvent> = (1..=50)
+            .map(|i| ev(i, "@alice:x", json!({"msgtype": "m.text", "body": format!("message number {i}")})))
+            .collect();
         let msgs = build(&situation(None, 200), &history, &[]);
         assert!(msgs.len() < 20);
         assert_eq!(msgs.last(), Some(&Message::User("@alice:x [$e50]: message number 50".into())));
@@ -184,7 +192,11 @@ mod tests {
     #[test]
     fn threads_see_only_the_thread_and_presses_are_spelled_out() {
         let in_thread = |seq, body: &str| {
-            ev(seq, "@alice:x", json!({"msgtype": "m.text", "body": body, "m.relates_to": {"rel_type": "m.thread", "event_id": "$e1"}}))
+            ev(
+                seq,
+                "@alice:x",
+                json!({"msgtype": "m.text", "body": body, "m.relates_to": {"rel_type": "m.thread", "event_id": "$e1"}}),
+            )
         };
         let history = vec![
             ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "root"})),

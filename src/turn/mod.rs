@@ -102,7 +102,8 @@ impl Engine {
                 }
             }
             for persona in personas {
-                let mine: Vec<&(&StoredEvent, &Persona, Trigger)> = started.iter().filter(|(_, p, _)| p.user_id == persona.user_id).collect();
+                let mine: Vec<&(&StoredEvent, &Persona, Trigger)> =
+                    started.iter().filter(|(_, p, _)| p.user_id == persona.user_id).collect();
                 let seqs: Vec<i64> = mine.iter().map(|(e, _, _)| e.seq).collect();
                 let asker = mine.last().map(|(e, _, _)| e.sender.clone()).unwrap_or_default();
                 let id = self.store.start_turn(room_id, persona.user_id.as_str(), &asker, &seqs, now_ms()).await?;
@@ -132,12 +133,17 @@ impl Engine {
     }
 
     /// Which persona (if any) the event addresses, and why.
-    async fn trigger_of_inner(&self, event: &StoredEvent, check_stale: bool) -> Result<Option<(&Persona, Trigger)>, Error> {
+    async fn trigger_of_inner(
+        &self,
+        event: &StoredEvent,
+        check_stale: bool,
+    ) -> Result<Option<(&Persona, Trigger)>, Error> {
         if self.personas.get(&event.sender).is_some() {
             return Ok(None);
         }
         let joined = self.store.joined_members(&event.room_id).await?;
-        let here: Vec<&Persona> = self.personas.all().iter().filter(|p| joined.iter().any(|u| u == p.user_id.as_str())).collect();
+        let here: Vec<&Persona> =
+            self.personas.all().iter().filter(|p| joined.iter().any(|u| u == p.user_id.as_str())).collect();
         if here.is_empty() {
             return Ok(None);
         }
@@ -145,7 +151,11 @@ impl Engine {
         let content = event.content();
         let relates = content.get("m.relates_to");
         let target = |k: &str| relates.and_then(|r| r.get(k)).and_then(Value::as_str).map(str::to_owned);
-        let reply_target = relates.and_then(|r| r.get("m.in_reply_to")).and_then(|r| r.get("event_id")).and_then(Value::as_str).map(str::to_owned);
+        let reply_target = relates
+            .and_then(|r| r.get("m.in_reply_to"))
+            .and_then(|r| r.get("event_id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let replied = match &reply_target {
             Some(id) => self.store.sent_message(id).await?,
             None => None,
@@ -156,7 +166,10 @@ impl Engine {
         };
         let is_thread = target("rel_type").as_deref() == Some("m.thread");
         let buttons = if event.event_type == "m.reaction" {
-            rel_target.as_ref().and_then(|m| read_payload(&m.content).and_then(|p| Rich::from_value(p).ok())).map(|r| r.buttons())
+            rel_target
+                .as_ref()
+                .and_then(|m| read_payload(&m.content).and_then(|p| Rich::from_value(p).ok()))
+                .map(|r| r.buttons())
         } else {
             None
         };
@@ -233,7 +246,8 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         }
-        let members: Vec<String> = self.matrix.joined_members(room, user).await?.iter().map(ToString::to_string).collect();
+        let members: Vec<String> =
+            self.matrix.joined_members(room, user).await?.iter().map(ToString::to_string).collect();
         self.store.set_joined_members(room.as_str(), &members).await?;
         if event.content().get("is_direct").and_then(Value::as_bool) == Some(true) {
             self.store.set_dm_room(user.as_str(), &event.sender, room.as_str()).await?;
@@ -244,21 +258,29 @@ impl Engine {
             let turn = self.store.start_turn(room.as_str(), user.as_str(), &event.sender, &[], now_ms()).await?;
             let result = self.poster.send(turn, 0, room, user, &content, None).await;
             let outcome = if result.is_ok() { "greeted" } else { "greeting_failed" };
-            self.store.finish_turn(turn, &TurnRecord { outcome: outcome.into(), ..Default::default() }, now_ms()).await?;
+            self.store
+                .finish_turn(turn, &TurnRecord { outcome: outcome.into(), ..Default::default() }, now_ms())
+                .await?;
         }
         Ok(())
     }
 
     /// Runs one turn to the end and records it.
     async fn run_turn(&self, turn: &TurnRow, events: &[StoredEvent], triggers: &[Trigger]) -> Result<(), Error> {
-        let (Ok(room), Ok(persona_id), Ok(asker)) =
-            (RoomId::parse(turn.room_id.as_str()), UserId::parse(turn.persona.as_str()), UserId::parse(turn.asker.as_str()))
-        else {
-            self.store.finish_turn(turn.id, &TurnRecord { outcome: "invalid_ids".into(), ..Default::default() }, now_ms()).await?;
+        let (Ok(room), Ok(persona_id), Ok(asker)) = (
+            RoomId::parse(turn.room_id.as_str()),
+            UserId::parse(turn.persona.as_str()),
+            UserId::parse(turn.asker.as_str()),
+        ) else {
+            self.store
+                .finish_turn(turn.id, &TurnRecord { outcome: "invalid_ids".into(), ..Default::default() }, now_ms())
+                .await?;
             return Ok(());
         };
         let Some(persona) = self.personas.get(persona_id.as_str()) else {
-            self.store.finish_turn(turn.id, &TurnRecord { outcome: "persona_removed".into(), ..Default::default() }, now_ms()).await?;
+            self.store
+                .finish_turn(turn.id, &TurnRecord { outcome: "persona_removed".into(), ..Default::default() }, now_ms())
+                .await?;
             return Ok(());
         };
         let last_seq = events.iter().map(|e| e.seq).max().unwrap_or(i64::MAX);
@@ -315,14 +337,25 @@ impl Engine {
                 };
                 match outcome.text.as_deref().map(str::trim) {
                     Some(text) if text != strings::NO_REPLY && !text.is_empty() => {
-                        if let Err(e) = self.post_text(turn.id, seq, &room, &persona_id, text, thread_root.as_deref()).await {
+                        if let Err(e) =
+                            self.post_text(turn.id, seq, &room, &persona_id, text, thread_root.as_deref()).await
+                        {
                             tracing::warn!(turn = turn.id, error = %e, "could not post the answer");
                             record.outcome = format!("post_failed: {e}");
                         }
                     }
                     Some(_) => record.outcome = "no_reply".into(),
                     None if outcome.exhausted => {
-                        let _ = self.post_text(turn.id, seq, &room, &persona_id, strings::TOO_MANY_ROUNDS, thread_root.as_deref()).await;
+                        let _ = self
+                            .post_text(
+                                turn.id,
+                                seq,
+                                &room,
+                                &persona_id,
+                                strings::TOO_MANY_ROUNDS,
+                                thread_root.as_deref(),
+                            )
+                            .await;
                     }
                     None => record.outcome = "no_reply".into(),
                 }
@@ -330,7 +363,8 @@ impl Engine {
             }
             Err(e) => {
                 tracing::error!(turn = turn.id, room = %room, error = %e, "the LLM failed; telling the user");
-                let _ = self.post_text(turn.id, seq, &room, &persona_id, strings::LLM_FAILED, thread_root.as_deref()).await;
+                let _ =
+                    self.post_text(turn.id, seq, &room, &persona_id, strings::LLM_FAILED, thread_root.as_deref()).await;
                 TurnRecord { outcome: format!("llm_failed: {e}"), ..Default::default() }
             }
         };
@@ -339,14 +373,23 @@ impl Engine {
         Ok(())
     }
 
-    async fn post_text(&self, turn: i64, seq: i64, room: &RoomId, persona: &UserId, text: &str, thread: Option<&EventId>) -> Result<(), post::Error> {
+    async fn post_text(
+        &self,
+        turn: i64,
+        seq: i64,
+        room: &RoomId,
+        persona: &UserId,
+        text: &str,
+        thread: Option<&EventId>,
+    ) -> Result<(), post::Error> {
         let content = render::text(text, thread).map_err(|e| post::Error::Refused(e.to_string()))?;
         self.poster.send(turn, seq, room, persona, &content, thread.map(|t| t.as_str())).await.map(drop)
     }
 
     /// Keeps the persona's typing notice on until aborted (renewed every 20 s).
     fn typing(&self, room: &RoomId, persona: &UserId) -> tokio::task::JoinHandle<()> {
-        let (matrix, room, persona): (_, ruma::OwnedRoomId, OwnedUserId) = (self.matrix.clone(), room.to_owned(), persona.to_owned());
+        let (matrix, room, persona): (_, ruma::OwnedRoomId, OwnedUserId) =
+            (self.matrix.clone(), room.to_owned(), persona.to_owned());
         tokio::spawn(async move {
             loop {
                 if let Err(e) = matrix.typing(&room, &persona, true, 30_000).await {

@@ -46,8 +46,17 @@ impl Poster {
     }
 
     /// Claims write `seq` of `turn`; `Ok(Some(id))` if it already landed.
-    async fn claim(&self, turn: i64, seq: i64, room: &RoomId, persona: &UserId) -> Result<(String, Option<OwnedEventId>), Error> {
-        let row = self.store.outbox_claim(&self.txn_id(turn, seq), turn, seq, room.as_str(), persona.as_str(), now_ms()).await?;
+    async fn claim(
+        &self,
+        turn: i64,
+        seq: i64,
+        room: &RoomId,
+        persona: &UserId,
+    ) -> Result<(String, Option<OwnedEventId>), Error> {
+        let row = self
+            .store
+            .outbox_claim(&self.txn_id(turn, seq), turn, seq, room.as_str(), persona.as_str(), now_ms())
+            .await?;
         match row.state.as_str() {
             "sent" => Ok((row.txn_id, row.event_id.and_then(|e| EventId::parse(e).ok()))),
             "failed" => Err(Error::Refused(row.error.unwrap_or_default())),
@@ -69,27 +78,58 @@ impl Poster {
     }
 
     /// Sends a new message as `persona`.
-    pub async fn send(&self, turn: i64, seq: i64, room: &RoomId, persona: &UserId, content: &Value, thread_root: Option<&str>) -> Result<OwnedEventId, Error> {
+    pub async fn send(
+        &self,
+        turn: i64,
+        seq: i64,
+        room: &RoomId,
+        persona: &UserId,
+        content: &Value,
+        thread_root: Option<&str>,
+    ) -> Result<OwnedEventId, Error> {
         let (txn, done) = self.claim(turn, seq, room, persona).await?;
         if let Some(id) = done {
             return Ok(id);
         }
         let id = self.put(&txn, room, persona, content).await?;
         let now = now_ms();
-        self.store.record_sent(id.as_str(), room.as_str(), persona.as_str(), thread_root, None, content, now, now + self.interval_ms).await?;
+        self.store
+            .record_sent(
+                id.as_str(),
+                room.as_str(),
+                persona.as_str(),
+                thread_root,
+                None,
+                content,
+                now,
+                now + self.interval_ms,
+            )
+            .await?;
         self.store.outbox_sent(&txn, id.as_str()).await?;
         Ok(id)
     }
 
     /// Edits `original` (a message `persona` sent), waiting for its slot. Returns the edit's
     /// event id and how long it waited.
-    pub async fn edit(&self, turn: i64, seq: i64, room: &RoomId, persona: &UserId, original: &EventId, content: &Value) -> Result<(OwnedEventId, u64), Error> {
+    pub async fn edit(
+        &self,
+        turn: i64,
+        seq: i64,
+        room: &RoomId,
+        persona: &UserId,
+        original: &EventId,
+        content: &Value,
+    ) -> Result<(OwnedEventId, u64), Error> {
         let (txn, done) = self.claim(turn, seq, room, persona).await?;
         if let Some(id) = done {
             return Ok((id, 0));
         }
         let now = now_ms();
-        let slot = self.store.reserve_edit_slot(original.as_str(), persona.as_str(), now, self.interval_ms).await?.ok_or(Error::NotOwner)?;
+        let slot = self
+            .store
+            .reserve_edit_slot(original.as_str(), persona.as_str(), now, self.interval_ms)
+            .await?
+            .ok_or(Error::NotOwner)?;
         let waited = u64::try_from(slot - now).unwrap_or(0);
         if waited > 0 {
             tokio::time::sleep(Duration::from_millis(waited)).await;
@@ -98,7 +138,18 @@ impl Poster {
         let done_at = now_ms();
         let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
         self.store.edit_landed(original.as_str(), &new_content, done_at, self.interval_ms).await?;
-        self.store.record_sent(id.as_str(), room.as_str(), persona.as_str(), None, Some(original.as_str()), content, done_at, done_at).await?;
+        self.store
+            .record_sent(
+                id.as_str(),
+                room.as_str(),
+                persona.as_str(),
+                None,
+                Some(original.as_str()),
+                content,
+                done_at,
+                done_at,
+            )
+            .await?;
         self.store.outbox_sent(&txn, id.as_str()).await?;
         Ok((id, waited))
     }

@@ -21,9 +21,15 @@ pub enum Trigger {
     Reply,
     Thread,
     /// A reaction matching a `react` button of the persona's message.
-    ButtonReact { key: String, label: String, message: String },
+    ButtonReact {
+        key: String,
+        label: String,
+        message: String,
+    },
     /// A message sent by pressing a `send` button that had this id.
-    ButtonSend { id: String },
+    ButtonSend {
+        id: String,
+    },
 }
 
 /// What the caller knows about the event's room and relations.
@@ -61,7 +67,8 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
         "m.reaction" => {
             let key = relates?.get("key")?.as_str()?;
             let message = relates?.get("event_id")?.as_str()?;
-            let button = facts.reacted_buttons?.iter().find(|b| matches!(&b.action, Action::React { key: k } if k == key))?;
+            let button =
+                facts.reacted_buttons?.iter().find(|b| matches!(&b.action, Action::React { key: k } if k == key))?;
             Some(Trigger::ButtonReact { key: key.to_owned(), label: button.label.clone(), message: message.to_owned() })
         }
         "m.room.message" => {
@@ -100,7 +107,10 @@ fn mentions(content: &Value, body: &str, facts: &Facts<'_>) -> bool {
     let body = body.to_lowercase();
     let localpart = facts.persona_id.trim_start_matches('@').split(':').next().unwrap_or_default().to_lowercase();
     let named = |name: &str| !name.is_empty() && contains_word(&body, name);
-    listed || body.contains(&facts.persona_id.to_lowercase()) || named(&facts.display_name.to_lowercase()) || named(&localpart)
+    listed
+        || body.contains(&facts.persona_id.to_lowercase())
+        || named(&facts.display_name.to_lowercase())
+        || named(&localpart)
 }
 
 /// `needle` in `hay` not as part of a longer word.
@@ -140,12 +150,8 @@ mod tests {
 
     #[test]
     fn trigger_table() {
-        let buttons = vec![Button {
-            label: "Yes".into(),
-            action: Action::React { key: "✅".into() },
-            style: None,
-            id: None,
-        }];
+        let buttons =
+            vec![Button { label: "Yes".into(), action: Action::React { key: "✅".into() }, style: None, id: None }];
         let buttons: &'static [Button] = Box::leak(buttons.into_boxed_slice());
         let text = |b: &str| msg(json!({"msgtype": "m.text", "body": b}));
         let dm = Facts { is_dm: true, ..facts() };
@@ -156,22 +162,69 @@ mod tests {
             ("dm image", msg(json!({"msgtype": "m.image", "body": "x.png"})), dm.clone(), None),
             ("own persona", text("hi"), Facts { sender_is_ours: true, ..dm.clone() }, None),
             ("not allowed", text("hi"), Facts { sender_allowed: false, ..dm.clone() }, None),
-            ("stale", json!({"type": "m.room.message", "origin_server_ts": NOW - 301_000, "content": {"msgtype": "m.text", "body": "hi"}}), dm.clone(), None),
-            ("edit", msg(json!({"msgtype": "m.text", "body": "* hi", "m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}})), dm.clone(), None),
+            (
+                "stale",
+                json!({"type": "m.room.message", "origin_server_ts": NOW - 301_000, "content": {"msgtype": "m.text", "body": "hi"}}),
+                dm.clone(),
+                None,
+            ),
+            (
+                "edit",
+                msg(
+                    json!({"msgtype": "m.text", "body": "* hi", "m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}}),
+                ),
+                dm.clone(),
+                None,
+            ),
             ("redacted", json!({"type": "m.room.message", "origin_server_ts": NOW, "content": {}}), dm.clone(), None),
             ("group plain", text("hello all"), facts(), None),
-            ("group plain, mentions off", text("hello all"), Facts { group_requires_mention: false, ..facts() }, Some(Trigger::Message)),
-            ("group m.mentions", msg(json!({"msgtype": "m.text", "body": "hey", "m.mentions": {"user_ids": ["@richbot:example.org"]}})), facts(), Some(Trigger::Mention)),
+            (
+                "group plain, mentions off",
+                text("hello all"),
+                Facts { group_requires_mention: false, ..facts() },
+                Some(Trigger::Message),
+            ),
+            (
+                "group m.mentions",
+                msg(json!({"msgtype": "m.text", "body": "hey", "m.mentions": {"user_ids": ["@richbot:example.org"]}})),
+                facts(),
+                Some(Trigger::Mention),
+            ),
             ("group display name", text("richbot, weather?"), facts(), Some(Trigger::Mention)),
             ("group name inside a word", text("richbots are fun"), facts(), None),
             ("group user id", text("ask @richbot:example.org"), facts(), Some(Trigger::Mention)),
             ("group reply", text("and tomorrow?"), Facts { replies_to_persona: true, ..facts() }, Some(Trigger::Reply)),
             ("group thread", text("more"), Facts { in_persona_thread: true, ..facts() }, Some(Trigger::Thread)),
-            ("button send", msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})), facts(), Some(Trigger::ButtonSend { id: "more".into() })),
-            ("react button", json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}), Facts { reacted_buttons: Some(buttons), ..facts() }, Some(Trigger::ButtonReact { key: "✅".into(), label: "Yes".into(), message: "$m".into() })),
-            ("react other key", json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "👍"}}}), Facts { reacted_buttons: Some(buttons), ..facts() }, None),
-            ("react on someone else's message", json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}), facts(), None),
-            ("member event", json!({"type": "m.room.member", "origin_server_ts": NOW, "content": {"membership": "join"}}), dm.clone(), None),
+            (
+                "button send",
+                msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})),
+                facts(),
+                Some(Trigger::ButtonSend { id: "more".into() }),
+            ),
+            (
+                "react button",
+                json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}),
+                Facts { reacted_buttons: Some(buttons), ..facts() },
+                Some(Trigger::ButtonReact { key: "✅".into(), label: "Yes".into(), message: "$m".into() }),
+            ),
+            (
+                "react other key",
+                json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "👍"}}}),
+                Facts { reacted_buttons: Some(buttons), ..facts() },
+                None,
+            ),
+            (
+                "react on someone else's message",
+                json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}),
+                facts(),
+                None,
+            ),
+            (
+                "member event",
+                json!({"type": "m.room.member", "origin_server_ts": NOW, "content": {"membership": "join"}}),
+                dm.clone(),
+                None,
+            ),
         ];
         for (name, event, facts, want) in cases {
             assert_eq!(trigger(&event, &facts), want, "{name}");

@@ -53,7 +53,10 @@ impl FakeLlm {
     pub async fn start() -> Self {
         let shared = Shared::default();
         let app = Router::new()
-            .route("/v1/models", get(|| async { Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]})) }))
+            .route(
+                "/v1/models",
+                get(|| async { Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]})) }),
+            )
             .route("/v1/chat/completions", post(complete))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -109,14 +112,20 @@ async fn answer(step: Step) -> Response {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 return (status, Json(json!({"error": {"message": "scripted failure", "type": "server_error", "param": null, "code": null}}))).into_response();
             }
-            Step::Text(t) => return Json(completion(json!({"role": "assistant", "content": t}), "stop")).into_response(),
+            Step::Text(t) => {
+                return Json(completion(json!({"role": "assistant", "content": t}), "stop")).into_response();
+            }
             Step::Calls(calls) => {
                 let calls: Vec<Value> = calls
                     .iter()
                     .enumerate()
                     .map(|(i, (name, args))| json!({"id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": args}}))
                     .collect();
-                return Json(completion(json!({"role": "assistant", "content": null, "tool_calls": calls}), "tool_calls")).into_response();
+                return Json(completion(
+                    json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                    "tool_calls",
+                ))
+                .into_response();
             }
         }
     }

@@ -109,12 +109,23 @@ impl User {
     }
 
     pub async fn create_room(&self, invite: &[&str], is_direct: bool) -> String {
-        let v = self.ok(Method::POST, "/_matrix/client/v3/createRoom", Some(json!({"invite": invite, "is_direct": is_direct, "preset": "private_chat"}))).await;
+        let v = self
+            .ok(
+                Method::POST,
+                "/_matrix/client/v3/createRoom",
+                Some(json!({"invite": invite, "is_direct": is_direct, "preset": "private_chat"})),
+            )
+            .await;
         v["room_id"].as_str().expect("room id").to_owned()
     }
 
     pub async fn invite(&self, room: &str, user: &str) {
-        self.ok(Method::POST, &format!("/_matrix/client/v3/rooms/{}/invite", enc(room)), Some(json!({"user_id": user}))).await;
+        self.ok(
+            Method::POST,
+            &format!("/_matrix/client/v3/rooms/{}/invite", enc(room)),
+            Some(json!({"user_id": user})),
+        )
+        .await;
     }
 
     pub async fn join(&self, room: &str) {
@@ -127,7 +138,9 @@ impl User {
 
     pub async fn send(&self, room: &str, event_type: &str, content: Value) -> String {
         let txn = format!("t{}", rand_suffix());
-        let v = self.ok(Method::PUT, &format!("/_matrix/client/v3/rooms/{}/send/{event_type}/{txn}", enc(room)), Some(content)).await;
+        let v = self
+            .ok(Method::PUT, &format!("/_matrix/client/v3/rooms/{}/send/{event_type}/{txn}", enc(room)), Some(content))
+            .await;
         v["event_id"].as_str().expect("event id").to_owned()
     }
 
@@ -142,7 +155,9 @@ impl User {
 
     /// The room's timeline, oldest first.
     pub async fn messages(&self, room: &str) -> Vec<Value> {
-        let v = self.ok(Method::GET, &format!("/_matrix/client/v3/rooms/{}/messages?dir=b&limit=200", enc(room)), None).await;
+        let v = self
+            .ok(Method::GET, &format!("/_matrix/client/v3/rooms/{}/messages?dir=b&limit=200", enc(room)), None)
+            .await;
         let mut events = v["chunk"].as_array().cloned().unwrap_or_default();
         events.reverse();
         events
@@ -150,7 +165,11 @@ impl User {
 
     /// Messages (`m.room.message`) sent by `sender`, oldest first.
     pub async fn messages_from(&self, room: &str, sender: &str) -> Vec<Value> {
-        self.messages(room).await.into_iter().filter(|e| e["type"] == "m.room.message" && e["sender"] == sender).collect()
+        self.messages(room)
+            .await
+            .into_iter()
+            .filter(|e| e["type"] == "m.room.message" && e["sender"] == sender)
+            .collect()
     }
 }
 
@@ -202,7 +221,8 @@ impl Env {
     pub async fn start_with(opts: Options) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let bot_addr = listener.local_addr().expect("addr");
-        let synapse = tokio::task::spawn_blocking(move || Synapse::start(&format!("http://{bot_addr}"))).await.expect("synapse");
+        let synapse =
+            tokio::task::spawn_blocking(move || Synapse::start(&format!("http://{bot_addr}"))).await.expect("synapse");
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let config_path = dir.path().join("richbot.toml");
@@ -279,7 +299,9 @@ impl Env {
 
     /// Opens the bot's database (read side, for assertions).
     pub async fn store(&self) -> richbot::store::Store {
-        richbot::store::Store::open(&format!("sqlite://{}", self.dir.path().join("richbot.db").display())).await.expect("store")
+        richbot::store::Store::open(&format!("sqlite://{}", self.dir.path().join("richbot.db").display()))
+            .await
+            .expect("store")
     }
 
     /// Waits until every turn in `room` is done, and at least `n` of them.

@@ -35,7 +35,11 @@ fn venv() -> PathBuf {
 fn install() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
-        let status = Command::new("bash").arg(root().join("scripts/install-synapse.sh")).arg(venv()).status().expect("running install-synapse.sh");
+        let status = Command::new("bash")
+            .arg(root().join("scripts/install-synapse.sh"))
+            .arg(venv())
+            .status()
+            .expect("running install-synapse.sh");
         assert!(status.success(), "installing Synapse failed");
     });
 }
@@ -68,12 +72,10 @@ impl Synapse {
         )
         .expect("registration");
         let d = dir.display();
-        let limits = [
-            "rc_message", "rc_registration", "rc_joins_per_room", "rc_room_creation", "rc_profile",
-        ]
-        .iter()
-        .map(|k| format!("{k}: {{per_second: 10000, burst_count: 10000}}\n"))
-        .collect::<String>();
+        let limits = ["rc_message", "rc_registration", "rc_joins_per_room", "rc_room_creation", "rc_profile"]
+            .iter()
+            .map(|k| format!("{k}: {{per_second: 10000, burst_count: 10000}}\n"))
+            .collect::<String>();
         let config = format!(
             "server_name: \"{SERVER_NAME}\"\nreport_stats: false\npid_file: \"{d}/homeserver.pid\"\n\
              listeners:\n  - port: {port}\n    bind_addresses: [\"127.0.0.1\"]\n    type: http\n    tls: false\n    x_forwarded: false\n    resources:\n      - names: [client]\n        compress: false\n\
@@ -102,15 +104,21 @@ impl Synapse {
             ),
         )
         .expect("log.config");
-        let status = Command::new(venv().join("bin/generate_signing_key")).arg("-o").arg(dir.join("signing.key")).status().expect("generate_signing_key");
+        let status = Command::new(venv().join("bin/generate_signing_key"))
+            .arg("-o")
+            .arg(dir.join("signing.key"))
+            .status()
+            .expect("generate_signing_key");
         assert!(status.success());
-        let mut s = Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, hs_token, registration, child: None };
+        let mut s =
+            Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, hs_token, registration, child: None };
         s.launch();
         s
     }
 
     fn launch(&mut self) {
-        let out = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("synapse.out")).expect("log file");
+        let out =
+            std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("synapse.out")).expect("log file");
         let child = Command::new(venv().join("bin/python"))
             .args(["-m", "synapse.app.homeserver", "-c"])
             .arg(self.dir.join("homeserver.yaml"))
