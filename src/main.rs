@@ -109,7 +109,7 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-fn load(path: &PathBuf) -> anyhow::Result<Settings> {
+fn load(path: &std::path::Path) -> anyhow::Result<Settings> {
     config::load(path, std::env::vars()).map_err(|e| anyhow::anyhow!("invalid configuration {}:\n{e}", path.display()))
 }
 

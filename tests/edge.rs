@@ -83,7 +83,9 @@ async fn requests_get_matrix_errors() {
     let two_mib = txn(vec![
         json!({"event_id": "$two", "room_id": "!r", "sender": "@a:b", "type": "m.room.message", "origin_server_ts": 1, "content": {"pad": "x".repeat(2 * 1024 * 1024)}}),
     ]);
-    let cases: Vec<(&str, &str, &str, Option<&str>, String, u16, Option<&str>)> = vec![
+    // (case, method, uri, bearer token, body, status, errcode)
+    type Case<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, String, u16, Option<&'a str>);
+    let cases: Vec<Case<'_>> = vec![
         ("missing token", "PUT", put, None, ok_body.clone(), 401, Some("M_MISSING_TOKEN")),
         ("wrong token", "PUT", put, Some("nope"), ok_body.clone(), 403, Some("M_FORBIDDEN")),
         (

@@ -13,7 +13,18 @@ async fn store() -> (Store, tempfile::TempDir) {
 #[tokio::test]
 async fn concurrent_edit_slots_are_spaced_and_never_shared() {
     let (s, _d) = store().await;
-    s.record_sent("$m", "!r", "@bot:x", None, None, &json!({}), 1_000, 3_500).await.expect("sent");
+    let content = json!({});
+    let sent = richbot::store::NewSent {
+        event_id: "$m",
+        room_id: "!r",
+        sender: "@bot:x",
+        thread_root: None,
+        replaces: None,
+        content: &content,
+        sent_at: 1_000,
+        next_edit_at: 3_500,
+    };
+    s.record_sent(&sent).await.expect("sent");
     let mut tasks = Vec::new();
     for _ in 0..10 {
         let s = s.clone();

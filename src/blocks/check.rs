@@ -46,13 +46,12 @@ fn check_fields(
             Some(value) => check_kind(&field.kind, value, &join(path, field.name))?,
         }
     }
-    if strict {
-        if let Some(unknown) =
+    if strict
+        && let Some(unknown) =
             obj.keys().find(|k| !always_allowed.contains(&k.as_str()) && !fields.iter().any(|f| f.name == k.as_str()))
-        {
-            let allowed: Vec<&str> = fields.iter().map(|f| f.name).collect();
-            return fail(path, format!("unknown field \"{}\" (allowed: {})", cut(unknown, 40), allowed.join(", ")));
-        }
+    {
+        let allowed: Vec<&str> = fields.iter().map(|f| f.name).collect();
+        return fail(path, format!("unknown field \"{}\" (allowed: {})", cut(unknown, 40), allowed.join(", ")));
     }
     Ok(())
 }
@@ -260,7 +259,7 @@ pub fn is_date_time(s: &str) -> bool {
     }
     match &b[i..] {
         [] | [b'Z'] | [b'z'] => true,
-        [sign, ..] if matches!(sign, b'+' | b'-') => {
+        [b'+' | b'-', ..] => {
             let rest = &s[i + 1..];
             rest.len() == 5 && digits(i + 1..i + 3) && rest.as_bytes()[2] == b':' && digits(i + 4..i + 6)
         }
@@ -273,13 +272,13 @@ pub fn table_cells(block: &Map<String, Value>, path: &str) -> Result<(), Failure
     let columns = block.get("columns").and_then(Value::as_array).map_or(0, Vec::len);
     let rows = block.get("rows").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     for (i, row) in rows.iter().enumerate() {
-        if let Value::Array(cells) = row {
-            if cells.len() > columns {
-                return fail(
-                    &index(&join(path, "rows"), i),
-                    format!("has {} cells but there are {columns} columns", cells.len()),
-                );
-            }
+        if let Value::Array(cells) = row
+            && cells.len() > columns
+        {
+            return fail(
+                &index(&join(path, "rows"), i),
+                format!("has {} cells but there are {columns} columns", cells.len()),
+            );
         }
     }
     Ok(())

@@ -19,7 +19,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 pub use events::{NewEvent, StoredEvent};
 pub use outbox::OutboxRow;
-pub use sent::SentMessage;
+pub use sent::{NewSent, SentMessage};
 pub use turns::{TurnRecord, TurnRow};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");

@@ -18,31 +18,36 @@ pub struct SentMessage {
     pub edits: i64,
 }
 
+/// A message to record as sent.
+#[derive(Debug, Clone, Copy)]
+pub struct NewSent<'a> {
+    pub event_id: &'a str,
+    pub room_id: &'a str,
+    pub sender: &'a str,
+    pub thread_root: Option<&'a str>,
+    /// For an edit: the original message.
+    pub replaces: Option<&'a str>,
+    pub content: &'a Value,
+    pub sent_at: i64,
+    /// The earliest time of the next write to the message.
+    pub next_edit_at: i64,
+}
+
 impl Store {
-    /// Records a sent message; its first edit may happen at `next_edit_at`.
-    pub async fn record_sent(
-        &self,
-        event_id: &str,
-        room_id: &str,
-        sender: &str,
-        thread_root: Option<&str>,
-        replaces: Option<&str>,
-        content: &Value,
-        sent_at: i64,
-        next_edit_at: i64,
-    ) -> Result<()> {
+    /// Records a sent message (or an edit, with `replaces`).
+    pub async fn record_sent(&self, m: &NewSent<'_>) -> Result<()> {
         sqlx::query(
             "INSERT INTO sent_messages (event_id, room_id, sender, thread_root, replaces, content, sent_at, next_edit_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
         )
-        .bind(event_id)
-        .bind(room_id)
-        .bind(sender)
-        .bind(thread_root)
-        .bind(replaces)
-        .bind(content.to_string())
-        .bind(sent_at)
-        .bind(next_edit_at)
+        .bind(m.event_id)
+        .bind(m.room_id)
+        .bind(m.sender)
+        .bind(m.thread_root)
+        .bind(m.replaces)
+        .bind(m.content.to_string())
+        .bind(m.sent_at)
+        .bind(m.next_edit_at)
         .execute(&self.pool)
         .await?;
         Ok(())

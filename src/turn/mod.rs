@@ -119,10 +119,10 @@ impl Engine {
     async fn triggers_of(&self, turn: &TurnRow, events: &[StoredEvent]) -> Result<Vec<Trigger>, Error> {
         let mut out = Vec::new();
         for e in events {
-            if let Some((p, t)) = self.trigger_of_inner(e, false).await? {
-                if p.user_id.as_str() == turn.persona {
-                    out.push(t);
-                }
+            if let Some((p, t)) = self.trigger_of_inner(e, false).await?
+                && p.user_id.as_str() == turn.persona
+            {
+                out.push(t);
             }
         }
         Ok(out)

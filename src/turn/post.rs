@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::clock::now_ms;
 use crate::matrix;
-use crate::store::{self, Store};
+use crate::store::{self, NewSent, Store};
 
 /// A write that did not land.
 #[derive(Debug, thiserror::Error)]
@@ -94,16 +94,16 @@ impl Poster {
         let id = self.put(&txn, room, persona, content).await?;
         let now = now_ms();
         self.store
-            .record_sent(
-                id.as_str(),
-                room.as_str(),
-                persona.as_str(),
+            .record_sent(&NewSent {
+                event_id: id.as_str(),
+                room_id: room.as_str(),
+                sender: persona.as_str(),
                 thread_root,
-                None,
+                replaces: None,
                 content,
-                now,
-                now + self.interval_ms,
-            )
+                sent_at: now,
+                next_edit_at: now + self.interval_ms,
+            })
             .await?;
         self.store.outbox_sent(&txn, id.as_str()).await?;
         Ok(id)
@@ -139,16 +139,16 @@ impl Poster {
         let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
         self.store.edit_landed(original.as_str(), &new_content, done_at, self.interval_ms).await?;
         self.store
-            .record_sent(
-                id.as_str(),
-                room.as_str(),
-                persona.as_str(),
-                None,
-                Some(original.as_str()),
+            .record_sent(&NewSent {
+                event_id: id.as_str(),
+                room_id: room.as_str(),
+                sender: persona.as_str(),
+                thread_root: None,
+                replaces: Some(original.as_str()),
                 content,
-                done_at,
-                done_at,
-            )
+                sent_at: done_at,
+                next_edit_at: done_at,
+            })
             .await?;
         self.store.outbox_sent(&txn, id.as_str()).await?;
         Ok((id, waited))
