@@ -8,7 +8,7 @@ fn payload() -> Value {
     json!({"v": 1, "blocks": [
         {"type": "weather", "location": "Lisbon", "temp": 21.5, "unit": "C", "condition": "Sunny", "high": 23.0, "low": 14.5},
         {"type": "table", "caption": "Shops", "columns": ["Place", {"key": "orders", "label": "Orders", "align": "right"}, "Usual"],
-         "rows": (0..12).map(|i| json!([format!("Shop number {i}"), i * 3, "Seed loaf with butter"])).collect::<Vec<_>>()},
+         "rows": (0..40).map(|i| json!([format!("Shop number {i}"), i * 3, "Seed loaf with butter"])).collect::<Vec<_>>()},
         {"type": "chart", "kind": "line", "title": "Temperature", "unit": "°C", "labels": (0..24).map(|h| format!("{h:02}:00")).collect::<Vec<_>>(),
          "series": [{"name": "today", "values": (0..24).map(|h| 12.0 + f64::from(h) * 0.37).collect::<Vec<_>>()}]},
         {"type": "card", "title": "Kettle", "subtitle": "1.7 litres", "price": 62.99, "currency": "EUR", "url": "https://shop.example/kettle",

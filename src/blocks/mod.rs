@@ -107,16 +107,40 @@ impl Rich {
         Self::parse(&value.to_string())
     }
 
-    /// What a sender runs: canonicalize numbers, load, validate.
+    /// What a sender runs: canonicalize numbers, load, validate. Works on the value it is
+    /// given (no re-parse), and serializes it once for the size cap.
     pub fn checked(mut value: Value) -> Result<Self, BlockError> {
         canonicalize(&mut value, "")?;
-        let rich = Self::from_value(&value)?;
-        rich.validate()?;
-        Ok(rich)
+        let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
+        let rich = Self::from_owned(value)?;
+        rich.validate_blocks()?;
+        check_size(size).map(|()| rich)
+    }
+
+    /// Loads a payload leniently from an owned JSON value.
+    fn from_owned(value: Value) -> Result<Self, BlockError> {
+        let Value::Object(mut map) = value else {
+            return Err(BlockError::at("", "payload must be a JSON object {\"v\": 1, \"blocks\": [...]}"));
+        };
+        match map.get("v") {
+            Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
+            Some(v) => return Err(BlockError::at("v", format!("unsupported payload version {v} (expected 1)"))),
+            None => return Err(BlockError::at("v", "missing; a payload is {\"v\": 1, \"blocks\": [...]}")),
+        }
+        let Some(Value::Array(raw_blocks)) = map.remove("blocks") else {
+            return Err(BlockError::at("blocks", "missing; give 1-8 blocks"));
+        };
+        let blocks = raw_blocks.into_iter().enumerate().map(|(i, b)| load_owned(i, b)).collect::<Result<_, _>>()?;
+        Ok(Self { blocks })
     }
 
     /// Strict validation: what a sender may emit.
     pub fn validate(&self) -> Result<(), BlockError> {
+        self.validate_blocks()?;
+        check_size(self.to_value().to_string().len())
+    }
+
+    fn validate_blocks(&self) -> Result<(), BlockError> {
         let n = self.blocks.len();
         if n == 0 || n > MAX_BLOCKS {
             return Err(BlockError::at("blocks", format!("at most {MAX_BLOCKS} blocks and at least 1 (got {n})")));
@@ -210,6 +234,43 @@ impl Rich {
             Block::Known { spec, fields } if spec.name == name => Some(fields),
             _ => None,
         })
+    }
+}
+
+fn check_size(size: usize) -> Result<(), BlockError> {
+    if size > MAX_PAYLOAD_BYTES {
+        return Err(BlockError::at(
+            "",
+            format!(
+                "payload is {size} bytes; at most {MAX_PAYLOAD_BYTES} (48 KiB): shorten it or split it into two messages"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn load_owned(i: usize, block: Value) -> Result<Block, BlockError> {
+    let bad = || BlockError::at(format!("blocks[{i}]"), "each block must be an object with a string \"type\"");
+    let Value::Object(fields) = block else { return Err(bad()) };
+    let Some(Value::String(ty)) = fields.get("type") else { return Err(bad()) };
+    let ty = ty.clone();
+    let version = match fields.get("v") {
+        None => None,
+        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
+        Some(_) => {
+            return Err(BlockError::at(
+                format!("blocks[{i}].v"),
+                "block version must be a positive integer (or left out for 1)",
+            ));
+        }
+    };
+    match (spec(&ty), version) {
+        (Some(spec), None | Some(1)) => Ok(Block::Known { spec, fields }),
+        _ => {
+            let text = serde_json::to_string(&fields).map_err(|_| bad())?;
+            let raw = RawValue::from_string(text).map_err(|_| bad())?;
+            Ok(Block::Unknown { ty, version, raw })
+        }
     }
 }
 
