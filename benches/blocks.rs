@@ -1,5 +1,6 @@
-//! parse + canonicalize + validate of an 8-block payload of about 4 KiB (the sender path,
-//! `Rich::checked`). Goal: under 50 µs. Run: `cargo bench --bench blocks`.
+//! parse + canonicalize + validate of an 8-block payload of about 4 KiB: the sender path
+//! (`Rich::checked`, from a value and from the model's JSON text), and the reader path. Goal: under 50 µs. Run:
+//! `cargo bench --bench blocks`.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
@@ -27,6 +28,21 @@ fn bench(c: &mut Criterion) {
     c.bench_function(&format!("checked_8_blocks_{size}_bytes"), |b| {
         // The input is consumed, so each iteration gets a fresh copy, made outside the timing.
         b.iter_batched(|| p.clone(), |v| richbot::blocks::Rich::checked(v).expect("valid"), BatchSize::SmallInput)
+    });
+    // From the text the model sends (with its floats): parse the JSON, then the above.
+    let raw = p.to_string();
+    c.bench_function(&format!("text_parse_canonicalize_validate_{}_bytes", raw.len()), |b| {
+        b.iter(|| {
+            let v: Value = serde_json::from_str(std::hint::black_box(&raw)).expect("json");
+            richbot::blocks::Rich::checked(v).expect("valid")
+        })
+    });
+    // The reader path, side by side: load JSON text leniently (unknown blocks kept
+    // byte-for-byte), then validate.
+    let text =
+        serde_json::to_string(&richbot::blocks::Rich::checked(p.clone()).expect("valid").to_value()).expect("text");
+    c.bench_function(&format!("reader_parse_and_validate_{}_bytes", text.len()), |b| {
+        b.iter(|| richbot::blocks::Rich::parse(std::hint::black_box(&text)).expect("loads").validate().expect("valid"))
     });
 }
 

@@ -17,15 +17,39 @@ pub struct Failure {
     pub message: String,
 }
 
-fn fail<T>(path: &str, message: impl Into<String>) -> Result<T, Failure> {
+fn fail<T>(path: &Path<'_>, message: impl Into<String>) -> Result<T, Failure> {
+    Err(Failure { path: path.render(), message: message.into() })
+}
+
+fn fail_at<T>(path: &str, message: impl Into<String>) -> Result<T, Failure> {
     Err(Failure { path: path.to_owned(), message: message.into() })
 }
 
+/// A JSON path built lazily: rendered only when a check fails, so a valid payload costs
+/// no path strings.
+#[derive(Debug, Clone, Copy)]
+enum Path<'a> {
+    Root(&'a str),
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn render(&self) -> String {
+        match self {
+            Path::Root(p) => (*p).to_owned(),
+            Path::Key(parent, key) => join(&parent.render(), key),
+            Path::Index(parent, i) => index(&parent.render(), *i),
+        }
+    }
+}
+
 /// Checks the block object `block` (at `path`) against `spec`.
-pub fn check_block(spec: &BlockSpec, block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
-    check_fields(spec.fields, spec.strict, block, path, &["type", "v"])?;
+pub fn check_block(spec: &BlockSpec, block: &Map<String, Value>, index: usize) -> Result<(), Failure> {
+    let blocks = Path::Root("blocks");
+    check_fields(spec.fields, spec.strict, block, &Path::Index(&blocks, index), &["type", "v"])?;
     match spec.extra {
-        Some(extra) => extra(block, path),
+        Some(extra) => extra(block, &format!("blocks[{index}]")),
         None => Ok(()),
     }
 }
@@ -34,7 +58,7 @@ fn check_fields(
     fields: &[Field],
     strict: bool,
     obj: &Map<String, Value>,
-    path: &str,
+    path: &Path<'_>,
     always_allowed: &[&str],
 ) -> Result<(), Failure> {
     for field in fields {
@@ -43,7 +67,7 @@ fn check_fields(
                 return fail(path, format!("missing required field \"{}\"", field.name));
             }
             None | Some(Value::Null) => {}
-            Some(value) => check_kind(&field.kind, value, &join(path, field.name))?,
+            Some(value) => check_kind(&field.kind, value, &Path::Key(path, field.name))?,
         }
     }
     if strict
@@ -56,7 +80,7 @@ fn check_fields(
     Ok(())
 }
 
-fn check_kind(kind: &Kind, value: &Value, path: &str) -> Result<(), Failure> {
+fn check_kind(kind: &Kind, value: &Value, path: &Path<'_>) -> Result<(), Failure> {
     match kind {
         Kind::Str => {
             let s = string(value, path, "a non-empty string")?;
@@ -140,7 +164,7 @@ fn check_kind(kind: &Kind, value: &Value, path: &str) -> Result<(), Failure> {
                 return fail(path, format!("must have {range} items (got {})", items.len()));
             }
             for (i, v) in items.iter().enumerate() {
-                check_kind(item, v, &index(path, i))?;
+                check_kind(item, v, &Path::Index(path, i))?;
             }
             Ok(())
         }
@@ -158,14 +182,14 @@ fn check_kind(kind: &Kind, value: &Value, path: &str) -> Result<(), Failure> {
     }
 }
 
-fn string<'a>(value: &'a Value, path: &str, what: &str) -> Result<&'a str, Failure> {
+fn string<'a>(value: &'a Value, path: &Path<'_>, what: &str) -> Result<&'a str, Failure> {
     match value {
         Value::String(s) => Ok(s),
         _ => fail(path, format!("must be {what} (got {})", describe(value))),
     }
 }
 
-fn max_chars(s: &str, max: usize, path: &str) -> Result<(), Failure> {
+fn max_chars(s: &str, max: usize, path: &Path<'_>) -> Result<(), Failure> {
     // Byte length bounds char count from above: skip the count for short strings.
     if s.len() > max && s.chars().count() > max {
         return fail(path, format!("must be at most {max} characters (got {})", s.chars().count()));
@@ -173,7 +197,7 @@ fn max_chars(s: &str, max: usize, path: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-fn safe_int(value: &Value, path: &str) -> Result<(), Failure> {
+fn safe_int(value: &Value, path: &Path<'_>) -> Result<(), Failure> {
     let big = value.as_i64().map(|i| i.unsigned_abs()).or(value.as_u64()).unwrap_or(u64::MAX);
     if big > MAX_SAFE_INT as u64 {
         return fail(
@@ -184,7 +208,7 @@ fn safe_int(value: &Value, path: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-fn safe_int_or_decimal(value: &Value, path: &str) -> Result<(), Failure> {
+fn safe_int_or_decimal(value: &Value, path: &Path<'_>) -> Result<(), Failure> {
     match value {
         Value::Number(n) if n.is_f64() => fail(path, "must be an integer or a decimal string"),
         _ => safe_int(value, path),
@@ -275,7 +299,7 @@ pub fn table_cells(block: &Map<String, Value>, path: &str) -> Result<(), Failure
         if let Value::Array(cells) = row
             && cells.len() > columns
         {
-            return fail(
+            return fail_at(
                 &index(&join(path, "rows"), i),
                 format!("has {} cells but there are {columns} columns", cells.len()),
             );
@@ -288,12 +312,14 @@ pub fn table_cells(block: &Map<String, Value>, path: &str) -> Result<(), Failure
 pub fn chart_series(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
     let series = block.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let objects = series.iter().filter(|s| s.is_object()).count();
-    let series_path = join(path, "series");
     if objects > 0 && objects != series.len() {
-        return fail(&series_path, "must be all numbers (one series) or all {\"name\", \"values\"} objects, not a mix");
+        return fail_at(
+            &join(path, "series"),
+            "must be all numbers (one series) or all {\"name\", \"values\"} objects, not a mix",
+        );
     }
     if objects > 8 {
-        return fail(&series_path, format!("at most 8 series (got {objects})"));
+        return fail_at(&join(path, "series"), format!("at most 8 series (got {objects})"));
     }
     Ok(())
 }
@@ -304,7 +330,7 @@ pub fn form_options(block: &Map<String, Value>, path: &str) -> Result<(), Failur
     for (i, field) in fields.iter().enumerate() {
         let kind = field.get("kind").and_then(Value::as_str);
         if matches!(kind, Some("select" | "multi")) && field.get("options").is_none() {
-            return fail(&index(&join(path, "fields"), i), "a select or multi field needs \"options\": [\"...\"]");
+            return fail_at(&index(&join(path, "fields"), i), "a select or multi field needs \"options\": [\"...\"]");
         }
     }
     Ok(())

@@ -111,7 +111,7 @@ impl Rich {
     /// given (no re-parse), and serializes it once for the size cap.
     pub fn checked(mut value: Value) -> Result<Self, BlockError> {
         canonicalize(&mut value, "")?;
-        let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
+        let size = serialized_len(&value);
         let rich = Self::from_owned(value)?;
         rich.validate_blocks()?;
         check_size(size).map(|()| rich)
@@ -137,7 +137,7 @@ impl Rich {
     /// Strict validation: what a sender may emit.
     pub fn validate(&self) -> Result<(), BlockError> {
         self.validate_blocks()?;
-        check_size(self.to_value().to_string().len())
+        check_size(serialized_len(&self.to_value()))
     }
 
     fn validate_blocks(&self) -> Result<(), BlockError> {
@@ -146,37 +146,28 @@ impl Rich {
             return Err(BlockError::at("blocks", format!("at most {MAX_BLOCKS} blocks and at least 1 (got {n})")));
         }
         for (i, block) in self.blocks.iter().enumerate() {
-            let path = format!("blocks[{i}]");
+            let path = || format!("blocks[{i}]");
             match block {
                 Block::Known { spec, fields } => {
-                    check::check_block(spec, fields, &path)
+                    check::check_block(spec, fields, i)
                         .map_err(|f| BlockError::in_block(i, spec.name, f.path, f.message))?;
                 }
                 Block::Unknown { ty, version: Some(v), .. } if spec(ty).is_some() => {
                     return Err(BlockError::in_block(
                         i,
                         ty,
-                        path,
+                        path(),
                         format!("block version {v} is not one this sender can emit (use 1 or leave \"v\" out)"),
                     ));
                 }
                 Block::Unknown { ty, .. } => {
                     let known: Vec<&str> = names().collect();
                     return Err(BlockError::at(
-                        path,
+                        path(),
                         format!("unknown block type \"{}\" (known: {})", cut(ty, 40), known.join(", ")),
                     ));
                 }
             }
-        }
-        let size = self.to_value().to_string().len();
-        if size > MAX_PAYLOAD_BYTES {
-            return Err(BlockError::at(
-                "",
-                format!(
-                    "payload is {size} bytes; at most {MAX_PAYLOAD_BYTES} (48 KiB): shorten it or split it into two messages"
-                ),
-            ));
         }
         Ok(())
     }
@@ -235,6 +226,22 @@ impl Rich {
             _ => None,
         })
     }
+}
+
+/// The length of `value` serialized, without building the string.
+fn serialized_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(usize::MAX, |()| count.0)
 }
 
 fn check_size(size: usize) -> Result<(), BlockError> {

@@ -16,6 +16,28 @@ pub const MAX_SAFE_INT: i64 = 9_007_199_254_740_991;
 /// Rewrites every number in `value` into a Matrix-safe form (see the module docs).
 /// `path` is the JSON path of `value` itself, used in errors.
 pub fn canonicalize(value: &mut Value, path: &str) -> Result<(), BlockError> {
+    // Fast pass without paths; on an error, walk again building them for the message.
+    if canonicalize_fast(value).is_ok() {
+        return Ok(());
+    }
+    canonicalize_with_paths(value, path)
+}
+
+fn canonicalize_fast(value: &mut Value) -> Result<(), ()> {
+    match value {
+        Value::Number(n) => {
+            if let Some(new) = canonical_number(n, "").map_err(drop)? {
+                *value = new;
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter_mut().try_for_each(canonicalize_fast),
+        Value::Object(map) => map.values_mut().try_for_each(canonicalize_fast),
+        _ => Ok(()),
+    }
+}
+
+fn canonicalize_with_paths(value: &mut Value, path: &str) -> Result<(), BlockError> {
     match value {
         Value::Number(n) => {
             if let Some(new) = canonical_number(n, path)? {
@@ -25,13 +47,13 @@ pub fn canonicalize(value: &mut Value, path: &str) -> Result<(), BlockError> {
         }
         Value::Array(items) => {
             for (i, item) in items.iter_mut().enumerate() {
-                canonicalize(item, &index(path, i))?;
+                canonicalize_with_paths(item, &index(path, i))?;
             }
             Ok(())
         }
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                canonicalize(v, &join(path, k))?;
+                canonicalize_with_paths(v, &join(path, k))?;
             }
             Ok(())
         }
