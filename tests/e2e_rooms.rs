@@ -1,0 +1,142 @@
+//! Where answers go, against a real Synapse: threads, the `room` argument (`dm`, a shared
+//! room, a refused one), edits of edits, and the typing notice while the model thinks.
+
+mod support;
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use support::llm::{Step, call, last_tool_result, text};
+use support::{BOT, Env};
+
+fn details(body: &str) -> Value {
+    json!({"v": 1, "blocks": [{"type": "details", "summary": "Answer", "body": body}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_in_the_personas_thread_is_answered_in_the_thread() {
+    let env = Env::start().await;
+    env.llm.script([text("root answer"), text("in-thread answer")]);
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+    env.alice.say(&room, "Richbot: start a thread?").await;
+    let root = env.wait_messages(&room, BOT, 1).await[0]["event_id"].as_str().expect("id").to_owned();
+    env.alice
+        .send(&room, "m.room.message", json!({"msgtype": "m.text", "body": "and more?", "m.relates_to": {"rel_type": "m.thread", "event_id": root, "is_falling_back": true, "m.in_reply_to": {"event_id": root}}}))
+        .await;
+    let msgs = env.wait_messages(&room, BOT, 2).await;
+    assert_eq!(msgs[1]["content"]["body"], "in-thread answer");
+    assert_eq!(msgs[1]["content"]["m.relates_to"]["rel_type"], "m.thread");
+    assert_eq!(msgs[1]["content"]["m.relates_to"]["event_id"], root.as_str());
+    let convo = env.llm.requests()[1]["messages"].to_string();
+    assert!(convo.contains("thread rooted at"), "the model is told it is in a thread");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
+    let env = Env::start().await;
+    let group = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&group, BOT).await;
+    env.bob.join(&group).await;
+    let elsewhere = env.bob.create_room(&[], false).await;
+    env.llm.script([
+        call(
+            "rich_send",
+            json!({"payload": details("secret"), "fallback": "Your answer, privately.", "room": elsewhere}),
+        ),
+        call("rich_send", json!({"payload": details("secret"), "fallback": "Your answer, privately.", "room": "dm"})),
+        text("[no reply]"),
+    ]);
+    env.alice.say(&group, "richbot, tell me privately").await;
+    env.wait_turns(&group, 1).await;
+    let requests = env.llm.requests();
+    let refused = last_tool_result(&requests[1]).expect("result");
+    assert_eq!(refused["code"], "room_not_allowed");
+    assert_eq!(refused["path"], "room");
+    let sent = last_tool_result(&requests[2]).expect("result");
+    assert!(sent["event_id"].is_string(), "{sent}");
+
+    let store = env.store().await;
+    let dm = store.dm_room(BOT, "@alice:localhost").await.expect("query").expect("a DM was recorded");
+    assert_ne!(dm, group);
+    env.alice.join(&dm).await;
+    let msgs = env.alice.messages_from(&dm, BOT).await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["content"]["body"], "Your answer, privately.");
+    let member = env
+        .alice
+        .call(
+            Method::GET,
+            &format!(
+                "/_matrix/client/v3/rooms/{}/state/m.room.member/{}",
+                support::enc(&dm),
+                support::enc("@alice:localhost")
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(member.1["membership"], "join");
+    assert!(env.alice.messages_from(&group, BOT).await.is_empty(), "nothing in the group room");
+    assert!(env.bob.messages_from(&elsewhere, BOT).await.is_empty(), "nothing in the unshared room");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_of_an_edit_targets_the_original() {
+    let env = Env::start().await;
+    env.llm.script([call("rich_send", json!({"payload": details("v1"), "fallback": "v1"}))]);
+    env.llm.respond_with(|req| {
+        let n = req["messages"].as_array().map_or(0, Vec::len);
+        let last = last_tool_result(req).and_then(|r| r["event_id"].as_str().map(str::to_owned));
+        match (n, last) {
+            // After the send: edit it; after that edit: edit the edit's event id.
+            (4 | 6, Some(id)) => call(
+                "rich_edit",
+                json!({"event_id": id, "payload": details(&format!("v{}", n / 2)), "fallback": format!("v{}", n / 2)}),
+            ),
+            _ => text("[no reply]"),
+        }
+    });
+    let room = env.dm().await;
+    env.alice.say(&room, "draft something").await;
+    env.wait_turns(&room, 1).await;
+    let msgs = env.alice.messages_from(&room, BOT).await;
+    assert_eq!(msgs.len(), 3, "{msgs:#?}");
+    for edit in &msgs[1..] {
+        assert_eq!(edit["content"]["m.relates_to"]["event_id"], msgs[0]["event_id"], "aimed at the original");
+    }
+    assert_eq!(msgs[2]["content"]["m.new_content"]["body"], "v3");
+}
+
+/// Whether a sync response says `BOT` is typing in `room` (`None`: no typing update).
+fn bot_typing(sync: &Value, room: &str) -> Option<bool> {
+    let events = sync["rooms"]["join"][room]["ephemeral"]["events"].as_array()?;
+    let typing = events.iter().rev().find(|e| e["type"] == "m.typing")?;
+    Some(typing["content"]["user_ids"].as_array().is_some_and(|u| u.iter().any(|x| x == BOT)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_persona_is_typing_while_the_model_thinks() {
+    let env = Env::start().await;
+    env.llm.script([Step::Delay(Duration::from_secs(3), Box::new(text("done thinking")))]);
+    let room = env.dm().await;
+    let (_, first) = env.alice.call(Method::GET, "/_matrix/client/v3/sync?timeout=0", None).await;
+    let mut since = first["next_batch"].as_str().expect("next_batch").to_owned();
+    env.alice.say(&room, "think hard").await;
+    // Follow alice's sync stream: the persona starts typing, then stops before it answers.
+    let mut updates = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while updates.last() != Some(&false) || updates.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "typing updates so far: {updates:?}");
+        let (_, sync) =
+            env.alice.call(Method::GET, &format!("/_matrix/client/v3/sync?since={since}&timeout=2000"), None).await;
+        since = sync["next_batch"].as_str().expect("next_batch").to_owned();
+        if let Some(t) = bot_typing(&sync, &room) {
+            updates.push(t);
+        }
+    }
+    assert_eq!(updates.first(), Some(&true), "typing came on first: {updates:?}");
+    let msgs = env.wait_messages(&room, BOT, 1).await;
+    assert_eq!(msgs[0]["content"]["body"], "done thinking");
+}
