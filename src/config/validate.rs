@@ -1,0 +1,141 @@
+//! Validation of a parsed config: every problem becomes one line naming its key, so a
+//! bad deployment fails at start with the whole list, not one error per restart.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use regex::Regex;
+use ruma::api::appservice::Registration;
+
+use super::{Config, Error, Persona, Settings};
+
+pub(super) fn validate(config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
+    let mut problems = Vec::new();
+    let http = |s: &str| s.starts_with("http://") || s.starts_with("https://");
+    if !http(&config.homeserver.url) {
+        problems.push(format!("homeserver.url: must be an http(s) URL (got \"{}\")", config.homeserver.url));
+    }
+    if config.homeserver.server_name.is_empty() || config.homeserver.server_name.contains(['/', ' ', '@']) {
+        problems.push("homeserver.server_name: must be the homeserver's server name, e.g. example.org".to_owned());
+    }
+    let listen = config.appservice.listen.parse::<SocketAddr>();
+    if listen.is_err() {
+        problems.push(format!(
+            "appservice.listen: must be an address like 127.0.0.1:9009 (got \"{}\")",
+            config.appservice.listen
+        ));
+    }
+    if config.appservice.max_body_bytes < 64 * 1024 {
+        problems.push("appservice.max_body_bytes: must be at least 65536 (one Matrix event)".to_owned());
+    }
+    if !config.database.url.starts_with("sqlite:") {
+        problems.push(format!(
+            "database.url: must be a sqlite: URL like sqlite://richbot.db (got \"{}\")",
+            config.database.url
+        ));
+    }
+    if !http(&config.llm.base_url) {
+        problems.push(format!("llm.base_url: must be an http(s) URL ending in /v1 (got \"{}\")", config.llm.base_url));
+    }
+    if config.llm.model.trim().is_empty() {
+        problems.push("llm.model: must not be empty".to_owned());
+    }
+    if config.llm.timeout_secs == 0 {
+        problems.push("llm.timeout_secs: must be at least 1".to_owned());
+    }
+    if !(1..=32).contains(&config.llm.max_rounds) {
+        problems.push("llm.max_rounds: must be 1-32".to_owned());
+    }
+    if config.bot.max_parallel_rooms == 0 {
+        problems.push("bot.max_parallel_rooms: must be at least 1".to_owned());
+    }
+    if !matches!(config.logging.format.as_deref(), None | Some("human" | "json")) {
+        problems.push("logging.format: must be \"human\" or \"json\"".to_owned());
+    }
+    let api_key = match (&config.llm.api_key, &config.llm.api_key_file) {
+        (Some(k), _) => Some(k.clone()),
+        (None, Some(file)) => {
+            let file = if file.is_relative() { base.join(file) } else { file.clone() };
+            match std::fs::read_to_string(&file) {
+                Ok(k) => Some(k.trim().to_owned()),
+                Err(e) => {
+                    problems.push(format!("llm.api_key_file: cannot read {}: {e}", file.display()));
+                    None
+                }
+            }
+        }
+        (None, None) => openai_key,
+    };
+
+    let registration = match std::fs::read_to_string(&config.appservice.registration) {
+        Ok(text) => match serde_norway::from_str::<Registration>(&text) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                problems.push(format!(
+                    "appservice.registration: {} is not a valid registration: {e}",
+                    config.appservice.registration.display()
+                ));
+                None
+            }
+        },
+        Err(e) => {
+            problems.push(format!(
+                "appservice.registration: cannot read {}: {e}",
+                config.appservice.registration.display()
+            ));
+            None
+        }
+    };
+
+    let mut personas = config.personas.clone();
+    if let Some(reg) = &registration {
+        if personas.is_empty() {
+            personas.push(Persona {
+                localpart: reg.sender_localpart.clone(),
+                display_name: Some("richbot".to_owned()),
+                system_prompt: None,
+                greeting: None,
+            });
+        }
+        let namespace: Vec<Regex> = reg.namespaces.users.iter().filter_map(|ns| Regex::new(&ns.regex).ok()).collect();
+        for (i, p) in personas.iter().enumerate() {
+            let user = format!("@{}:{}", p.localpart, config.homeserver.server_name);
+            let ours = p.localpart == reg.sender_localpart || namespace.iter().any(|re| re.is_match(&user));
+            if ruma::UserId::parse(&user).is_err() {
+                problems.push(format!("personas[{i}].localpart: \"{}\" is not a valid Matrix localpart", p.localpart));
+            } else if !ours {
+                problems.push(format!(
+                    "personas[{i}].localpart: {user} is outside the registration's user namespace ({})",
+                    reg.namespaces.users.iter().map(|n| n.regex.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, p) in personas.iter().enumerate() {
+            if !seen.insert(&p.localpart) {
+                problems.push(format!("personas[{i}].localpart: \"{}\" is listed twice", p.localpart));
+            }
+        }
+    }
+
+    let patterns = if config.access.allow.is_empty() {
+        vec![format!("*:{}", config.homeserver.server_name)]
+    } else {
+        config.access.allow.clone()
+    };
+    let mut allow = Vec::new();
+    for (i, p) in patterns.iter().enumerate() {
+        let re = format!("^{}$", regex::escape(p).replace("\\*", ".*"));
+        match Regex::new(&re) {
+            Ok(re) => allow.push(re),
+            Err(e) => problems.push(format!("access.allow[{i}]: {e}")),
+        }
+    }
+
+    match (problems.is_empty(), registration, listen) {
+        (true, Some(registration), Ok(listen)) => {
+            Ok(Settings { config, registration, listen, api_key, personas, allow })
+        }
+        _ => Err(Error::Invalid(problems)),
+    }
+}
