@@ -140,3 +140,22 @@ async fn check_reports_every_part_and_names_the_failing_one() {
     assert!(stdout.lines().any(|l| l.starts_with("FAIL homeserver:")), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("ok") && l.contains("llm:")), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persona_with_a_greeting_greets_once_when_it_joins() {
+    let opts = support::Options {
+        extra_toml: "[[personas]]\nlocalpart = \"rb_greeter\"\ndisplay_name = \"Greeter\"\ngreeting = \"Hello! Ask me **anything**.\"\n".into(),
+        ..Default::default()
+    };
+    let env = Env::start_with(opts).await;
+    let room = env.alice.create_room(&["@rb_greeter:localhost"], false).await;
+    let msgs = env.wait_messages(&room, "@rb_greeter:localhost", 1).await;
+    assert_eq!(msgs[0]["content"]["body"], "Hello! Ask me **anything**.");
+    assert_eq!(msgs[0]["content"]["formatted_body"], "<p>Hello! Ask me <strong>anything</strong>.</p>");
+    let plain = env.alice.create_room(&[BOT], false).await;
+    env.wait_joined(&plain, BOT).await;
+    env.alice.say(&plain, "anyone?").await; // a DM now: a turn, answered [no reply] by the test LLM
+    env.wait_turns(&plain, 1).await;
+    assert!(env.alice.messages_from(&plain, BOT).await.is_empty(), "personas without a greeting say nothing on join");
+    assert_eq!(env.alice.messages_from(&room, "@rb_greeter:localhost").await.len(), 1);
+}

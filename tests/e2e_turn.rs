@@ -246,3 +246,15 @@ async fn a_failing_llm_gets_one_honest_message() {
     assert!(turns[0].0.starts_with("llm_failed"), "{turns:?}");
     assert!(env.llm.requests().len() >= 2, "bounded retries happened");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_llm_that_never_answers_times_out_into_one_honest_message() {
+    let env = Env::start_with(support::Options { llm_timeout_secs: 1, ..Default::default() }).await;
+    env.llm.respond_with(|_| Step::Hang);
+    let room = env.dm().await;
+    env.alice.say(&room, "are you there?").await;
+    let msgs = env.wait_messages(&room, BOT, 1).await;
+    assert_eq!(msgs[0]["content"]["body"], richbot::strings::LLM_FAILED);
+    let turns = env.wait_turns(&room, 1).await;
+    assert!(turns[0].0.starts_with("llm_failed"), "{turns:?}");
+}

@@ -13,7 +13,7 @@ mod retry;
 
 use std::time::Duration;
 
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
 use ruma::UserId;
 use serde_json::Value;
@@ -85,7 +85,10 @@ impl Client {
     }
 }
 
+/// Everything but RFC 3986's unreserved characters.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 /// Percent-encodes one path segment or query value.
 pub fn enc(s: &str) -> String {
-    utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
+    utf8_percent_encode(s, COMPONENT).to_string()
 }

@@ -188,11 +188,16 @@ pub struct Options {
     /// Extra TOML appended to the generated config.
     pub extra_toml: String,
     pub personas: Vec<(&'static str, &'static str)>,
+    pub llm_timeout_secs: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { extra_toml: String::new(), personas: vec![("richbot", "Richbot"), ("rb_helper", "Helper")] }
+        Self {
+            extra_toml: String::new(),
+            personas: vec![("richbot", "Richbot"), ("rb_helper", "Helper")],
+            llm_timeout_secs: 20,
+        }
     }
 }
 
@@ -228,12 +233,13 @@ impl Env {
         let config_path = dir.path().join("richbot.toml");
         let mut toml = format!(
             "[homeserver]\nurl = \"{}\"\nserver_name = \"localhost\"\n\n[appservice]\nregistration = \"{}\"\nlisten = \"{bot_addr}\"\n\n\
-             [database]\nurl = \"sqlite://{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = 20\n\n\
+             [database]\nurl = \"sqlite://{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = {}\n\n\
              [access]\nallow = [\"@alice:localhost\", \"@bob:localhost\"]\n\n",
             synapse.url,
             synapse.registration.display(),
             dir.path().join("richbot.db").display(),
             llm.base_url,
+            opts.llm_timeout_secs,
         );
         for (localpart, name) in &opts.personas {
             toml.push_str(&format!("[[personas]]\nlocalpart = \"{localpart}\"\ndisplay_name = \"{name}\"\nsystem_prompt = \"You are {name}.\"\n\n"));
