@@ -62,7 +62,7 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
             Ok(listener) => {
                 let state = appservice::AppState {
                     hs_token: Arc::from(settings.registration.hs_token.as_str()),
-                    inbox: inbox::Inbox::new(parts.store.clone(), Arc::new(Notify::new())),
+                    inbox: inbox::Inbox::new(parts.store.clone(), Arc::new(Notify::new()), Arc::default()),
                     personas: parts.personas.clone(),
                 };
                 let app = appservice::router(state, settings.config.appservice.max_body_bytes);

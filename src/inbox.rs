@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::clock::now_ms;
+use crate::metrics::Metrics;
 use crate::store::{self, NewEvent, Store};
 
 /// What a transaction brought.
@@ -33,11 +34,12 @@ pub struct Accepted {
 pub struct Inbox {
     store: Store,
     wake: Arc<Notify>,
+    metrics: Arc<Metrics>,
 }
 
 impl Inbox {
-    pub fn new(store: Store, wake: Arc<Notify>) -> Self {
-        Self { store, wake }
+    pub fn new(store: Store, wake: Arc<Notify>, metrics: Arc<Metrics>) -> Self {
+        Self { store, wake, metrics }
     }
 
     pub fn store(&self) -> &Store {
@@ -52,6 +54,10 @@ impl Inbox {
         let new = self.store.insert_events(&parsed, now_ms()).await?;
         let accepted = Accepted { new, duplicate: parsed.len() as u64 - new, malformed };
         tracing::debug!(txn_id, ?accepted, "transaction stored");
+        Metrics::inc(&self.metrics.transactions);
+        Metrics::add(&self.metrics.events_new, accepted.new);
+        Metrics::add(&self.metrics.events_duplicate, accepted.duplicate);
+        Metrics::add(&self.metrics.events_malformed, accepted.malformed);
         if new > 0 {
             self.wake.notify_one();
         }

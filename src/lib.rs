@@ -36,6 +36,7 @@ pub mod clock;
 pub mod config;
 pub mod inbox;
 pub mod matrix;
+pub mod metrics;
 pub mod personas;
 pub mod registration;
 pub mod render;
@@ -100,6 +101,7 @@ pub async fn run(
     let Parts { store, matrix, personas, llm } = Parts::build(&settings).await?;
     let instance = store.instance_id().await?;
     let wake = Arc::new(Notify::new());
+    let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
     let engine = Arc::new(turn::Engine {
         poster: turn::Poster {
@@ -118,10 +120,11 @@ pub async fn run(
         max_rounds: settings.config.llm.max_rounds,
         group_requires_mention: bot.group_requires_mention,
         settings: settings.clone(),
+        metrics: metrics.clone(),
     });
     let state = appservice::AppState {
         hs_token: Arc::from(settings.registration.hs_token.as_str()),
-        inbox: inbox::Inbox::new(store.clone(), wake.clone()),
+        inbox: inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone()),
         personas: personas.clone(),
     };
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
@@ -139,11 +142,23 @@ pub async fn run(
             wait = (wait * 2).min(Duration::from_secs(60));
         }
     });
+    let metrics_server = match &settings.config.metrics.listen {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr.as_str()).await?;
+            tracing::info!(addr, "metrics listening");
+            let app = metrics::router(metrics);
+            Some(tokio::spawn(async move { axum::serve(listener, app).await }))
+        }
+        None => None,
+    };
     let scheduler = tokio::spawn(turn::scheduler::run(engine, wake, bot.max_parallel_rooms));
     tracing::info!(addr = ?listener.local_addr().ok(), "richbot listening");
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     scheduler.abort();
     registrar.abort();
+    if let Some(m) = metrics_server {
+        m.abort();
+    }
     let _ = scheduler.await;
     store.close().await;
     served.map_err(Error::Serve)

@@ -91,6 +91,16 @@ async fn an_invalid_payload_comes_back_with_its_path_and_the_fix_is_the_only_mes
     let msgs = env.alice.messages_from(&room, BOT).await;
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0]["content"]["com.ianm.mtrix"]["blocks"][0]["temp"], "21.5");
+    let metrics = env.metrics().await;
+    for line in [
+        "richbot_tool_calls_total{tool=\"rich_send\",result=\"invalid_arguments\"} 1",
+        "richbot_tool_calls_total{tool=\"rich_send\",result=\"invalid_payload\"} 1",
+        "richbot_tool_calls_total{tool=\"rich_send\",result=\"ok\"} 1",
+        "richbot_turns_total{outcome=\"no_reply\"} 1",
+        "richbot_llm_requests_total 4",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use richbot::appservice::{AppState, router};
 use richbot::inbox::Inbox;
+use richbot::metrics::Metrics;
 use richbot::store::Store;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -18,6 +19,7 @@ const LIMIT: usize = 4 * 1024 * 1024;
 struct Edge {
     app: axum::Router,
     store: Store,
+    metrics: Arc<Metrics>,
     _dir: tempfile::TempDir,
 }
 
@@ -38,12 +40,10 @@ async fn edge() -> Edge {
         richbot::config::from_str(&config, "t.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
     let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as", Default::default());
     let personas = richbot::personas::Personas::new(&settings, matrix, store.clone());
-    let state = AppState {
-        hs_token: Arc::from(TOKEN),
-        inbox: Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new())),
-        personas,
-    };
-    Edge { app: router(state, LIMIT), store, _dir: dir }
+    let metrics = Arc::new(Metrics::default());
+    let inbox = Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new()), metrics.clone());
+    let state = AppState { hs_token: Arc::from(TOKEN), inbox, personas };
+    Edge { app: router(state, LIMIT), store, metrics, _dir: dir }
 }
 
 async fn send(
@@ -181,4 +181,13 @@ async fn a_repeated_transaction_is_stored_once_and_a_mixed_one_adds_only_the_new
     let ids: Vec<String> =
         e.store.room_events("!r:localhost").await.expect("events").into_iter().map(|e| e.event_id).collect();
     assert_eq!(ids, ["$a", "$b", "$c"]);
+    let text = e.metrics.render();
+    for line in [
+        "richbot_transactions_total 3",
+        "richbot_events_stored_total 3",
+        "richbot_events_duplicate_total 3",
+        "richbot_events_malformed_total 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
 }

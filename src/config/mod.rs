@@ -51,6 +51,16 @@ pub struct Config {
     pub access: Access,
     #[serde(default)]
     pub logging: Logging,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where to serve `GET /metrics` (Prometheus text); off when unset.
+    #[serde(default)]
+    pub listen: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -49,6 +49,11 @@ pub(super) fn validate(config: Config, base: &Path, openai_key: Option<String>) 
     if config.bot.max_parallel_rooms == 0 {
         problems.push("bot.max_parallel_rooms: must be at least 1".to_owned());
     }
+    if let Some(addr) = &config.metrics.listen
+        && addr.parse::<SocketAddr>().is_err()
+    {
+        problems.push(format!("metrics.listen: must be an address like 127.0.0.1:9100 (got \"{addr}\")"));
+    }
     if !matches!(config.logging.format.as_deref(), None | Some("human" | "json")) {
         problems.push("logging.format: must be \"human\" or \"json\"".to_owned());
     }

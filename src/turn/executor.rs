@@ -8,12 +8,14 @@ use serde_json::{Value, json};
 use super::post::{self, Poster};
 use crate::agent::{ToolCall, ToolRunner};
 use crate::blocks::WriterKey;
+use crate::metrics::Metrics;
 use crate::render::{self, Relation};
 use crate::store::Store;
 use crate::tools::{RichCall, RoomTarget, ToolError, ToolErrorCode, plan};
 
 /// One turn's tool runner.
 pub struct Executor<'a> {
+    pub metrics: &'a Metrics,
     pub poster: &'a Poster,
     pub store: &'a Store,
     pub turn: i64,
@@ -32,9 +34,16 @@ impl ToolRunner for Executor<'_> {
     async fn run(&mut self, call: &ToolCall) -> String {
         let result = self.execute(call).await;
         match result {
-            Ok(v) => v.to_string(),
+            Ok(v) => {
+                self.metrics.tool_call(&call.name, "ok");
+                if let Some(waited) = v.get("waited_ms").and_then(Value::as_u64) {
+                    Metrics::add(&self.metrics.edit_wait_ms, waited);
+                }
+                v.to_string()
+            }
             Err(e) => {
                 tracing::info!(tool = %call.name, code = %e.code, error = %e.error, "tool call refused");
+                self.metrics.tool_call(&call.name, &e.code.to_string());
                 e.to_result()
             }
         }

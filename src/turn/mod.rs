@@ -26,7 +26,7 @@ use std::time::Duration;
 use ruma::{EventId, OwnedUserId, RoomId, UserId};
 use serde_json::Value;
 
-use crate::agent::{Llm, run_loop};
+use crate::agent::{self, Llm, run_loop};
 use crate::blocks::{Rich, WriterKey, read_payload};
 use crate::clock::now_ms;
 use crate::config::Settings;
@@ -64,6 +64,7 @@ pub struct Engine {
     pub max_rounds: u32,
     pub group_requires_mention: bool,
     pub settings: Arc<Settings>,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Engine {
@@ -246,6 +247,7 @@ impl Engine {
 
         let typing = self.typing(&room, &persona_id);
         let mut executor = executor::Executor {
+            metrics: &self.metrics,
             poster: &self.poster,
             store: &self.store,
             turn: turn.id,
@@ -257,8 +259,9 @@ impl Engine {
             key: self.key,
             thread_root: thread_root.as_deref(),
         };
-        let (result, _) = run_loop(&self.llm, messages, &tools, &mut executor, self.max_rounds).await;
+        let (result, conversation) = run_loop(&self.llm, messages, &tools, &mut executor, self.max_rounds).await;
         let seq = executor.seq;
+        self.count_llm(&result, &conversation);
         typing.abort();
         let _ = self.matrix.typing(&room, &persona_id, false, 0).await;
 
@@ -304,8 +307,25 @@ impl Engine {
             }
         };
         tracing::info!(turn = turn.id, room = %room, outcome = %record.outcome, rounds = record.rounds, "turn finished");
+        self.metrics.turn(&record.outcome);
         self.store.finish_turn(turn.id, &record, now_ms()).await?;
         Ok(())
+    }
+
+    fn count_llm(&self, result: &Result<agent::Outcome, agent::Error>, conversation: &[agent::Message]) {
+        use crate::metrics::Metrics;
+        let answered = conversation.iter().filter(|m| matches!(m, agent::Message::Assistant { .. })).count() as u64;
+        match result {
+            Ok(outcome) => {
+                Metrics::add(&self.metrics.llm_requests, u64::from(outcome.rounds));
+                Metrics::add(&self.metrics.prompt_tokens, outcome.usage.prompt);
+                Metrics::add(&self.metrics.completion_tokens, outcome.usage.completion);
+            }
+            Err(_) => {
+                Metrics::add(&self.metrics.llm_requests, answered + 1);
+                Metrics::inc(&self.metrics.llm_failures);
+            }
+        }
     }
 
     async fn post_text(

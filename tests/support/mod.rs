@@ -213,6 +213,7 @@ pub struct Env {
     /// Not in `access.allow`.
     pub mallory: User,
     pub bot_addr: SocketAddr,
+    pub metrics_url: String,
 }
 
 pub const BOT: &str = "@richbot:localhost";
@@ -244,6 +245,8 @@ impl Env {
         for (localpart, name) in &opts.personas {
             toml.push_str(&format!("[[personas]]\nlocalpart = \"{localpart}\"\ndisplay_name = \"{name}\"\nsystem_prompt = \"You are {name}.\"\n\n"));
         }
+        let metrics_addr = format!("127.0.0.1:{}", synapse::free_port());
+        toml.push_str(&format!("[metrics]\nlisten = \"{metrics_addr}\"\n\n"));
         toml.push_str(&opts.extra_toml);
         std::fs::write(&config_path, toml).expect("config");
         let settings = settings(&config_path);
@@ -251,7 +254,13 @@ impl Env {
         let alice = User::register(&synapse.url, "alice").await;
         let bob = User::register(&synapse.url, "bob").await;
         let mallory = User::register(&synapse.url, "mallory").await;
-        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr }
+        let metrics_url = format!("http://{metrics_addr}/metrics");
+        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr, metrics_url }
+    }
+
+    /// The bot's Prometheus text.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(&self.metrics_url).await.expect("metrics").text().await.expect("text")
     }
 
     pub fn settings(&self) -> Settings {

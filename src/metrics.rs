@@ -1,0 +1,142 @@
+//! Counters for operators, in the Prometheus text format, served on their own address
+//! (`[metrics] listen`), apart from the appservice port the homeserver talks to.
+//!
+//! Plain atomics and a few labelled maps: nothing here can block a request or fail.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The process's counters; shared as `Arc<Metrics>`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub transactions: AtomicU64,
+    pub events_new: AtomicU64,
+    pub events_duplicate: AtomicU64,
+    pub events_malformed: AtomicU64,
+    pub llm_requests: AtomicU64,
+    pub llm_failures: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub completion_tokens: AtomicU64,
+    pub edit_wait_ms: AtomicU64,
+    turns: Mutex<BTreeMap<String, u64>>,
+    tool_calls: Mutex<BTreeMap<(String, String), u64>>,
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Metrics {
+    pub fn inc(counter: &AtomicU64) {
+        add(counter, 1);
+    }
+
+    pub fn add(counter: &AtomicU64, n: u64) {
+        add(counter, n);
+    }
+
+    /// Counts a finished turn by its outcome kind (`answered`, `llm_failed`, ...).
+    pub fn turn(&self, outcome: &str) {
+        let kind = outcome.split(':').next().unwrap_or(outcome).to_owned();
+        if let Ok(mut map) = self.turns.lock() {
+            *map.entry(kind).or_default() += 1;
+        }
+    }
+
+    /// Counts a tool call by tool and result (`ok` or the error code).
+    pub fn tool_call(&self, tool: &str, result: &str) {
+        let tool = if matches!(tool, crate::tools::RICH_SEND | crate::tools::RICH_EDIT) { tool } else { "other" };
+        if let Ok(mut map) = self.tool_calls.lock() {
+            *map.entry((tool.to_owned(), result.to_owned())).or_default() += 1;
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counters: [(&str, &str, &AtomicU64); 9] = [
+            ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
+            ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
+            ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
+            ("richbot_events_malformed_total", "Events skipped as malformed.", &self.events_malformed),
+            ("richbot_llm_requests_total", "Chat completions requested.", &self.llm_requests),
+            ("richbot_llm_failures_total", "Chat completions that failed for good.", &self.llm_failures),
+            ("richbot_llm_prompt_tokens_total", "Prompt tokens reported by the LLM.", &self.prompt_tokens),
+            ("richbot_llm_completion_tokens_total", "Completion tokens reported by the LLM.", &self.completion_tokens),
+            ("richbot_edit_wait_milliseconds_total", "Time edits waited for their slot.", &self.edit_wait_ms),
+        ];
+        for (name, help, value) in counters {
+            let _ =
+                writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
+        }
+        let _ =
+            writeln!(out, "# HELP richbot_turns_total Finished turns by outcome.\n# TYPE richbot_turns_total counter");
+        if let Ok(map) = self.turns.lock() {
+            for (outcome, n) in map.iter() {
+                let _ = writeln!(out, "richbot_turns_total{{outcome=\"{}\"}} {n}", escape(outcome));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP richbot_tool_calls_total Tool calls by tool and result.\n# TYPE richbot_tool_calls_total counter"
+        );
+        if let Ok(map) = self.tool_calls.lock() {
+            for ((tool, result), n) in map.iter() {
+                let _ = writeln!(
+                    out,
+                    "richbot_tool_calls_total{{tool=\"{}\",result=\"{}\"}} {n}",
+                    escape(tool),
+                    escape(result)
+                );
+            }
+        }
+        out
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// The metrics router: `GET /metrics`.
+pub fn router(metrics: std::sync::Arc<Metrics>) -> axum::Router {
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let m = metrics.clone();
+            async move { ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], m.render()) }
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_labelled_series() {
+        let m = Metrics::default();
+        Metrics::inc(&m.transactions);
+        Metrics::add(&m.events_new, 3);
+        m.turn("llm_failed: timeout");
+        m.turn("answered");
+        m.turn("answered");
+        m.tool_call("rich_send", "ok");
+        m.tool_call("rich_send", "invalid_payload");
+        m.tool_call("weird\"tool", "unknown_tool");
+        let text = m.render();
+        for line in [
+            "richbot_transactions_total 1",
+            "richbot_events_stored_total 3",
+            "richbot_turns_total{outcome=\"answered\"} 2",
+            "richbot_turns_total{outcome=\"llm_failed\"} 1",
+            "richbot_tool_calls_total{tool=\"rich_send\",result=\"invalid_payload\"} 1",
+            "richbot_tool_calls_total{tool=\"other\",result=\"unknown_tool\"} 1",
+            "# TYPE richbot_llm_requests_total counter",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+        }
+    }
+}
