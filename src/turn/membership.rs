@@ -68,7 +68,13 @@ impl Engine {
         }
         tracing::info!(%room, persona = %user, inviter = %event.sender, "joined");
         if let Some(greeting) = &persona.greeting {
-            let content = render::text(greeting, None).unwrap_or_default();
+            let content = match render::text(greeting, None) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(persona = %user, error = %e, "the configured greeting cannot be sent");
+                    return Ok(());
+                }
+            };
             let turn = self.store.start_turn(room.as_str(), user.as_str(), &event.sender, &[], now_ms()).await?;
             let result = self.poster.send(turn, 0, room, user, &content, None).await;
             let outcome = if result.is_ok() { "greeted" } else { "greeting_failed" };

@@ -85,7 +85,15 @@ impl Engine {
             for event in &events {
                 match event.event_type.as_str() {
                     "m.room.member" => {
-                        self.membership(event).await?;
+                        match self.membership(event).await {
+                            Ok(()) => {}
+                            // Refused for good (not retried forever): logged, and the event is done.
+                            Err(Error::Matrix(e @ matrix::Error::Refused { .. }))
+                            | Err(Error::Persona(crate::personas::Error::Matrix(e @ matrix::Error::Refused { .. }))) => {
+                                tracing::warn!(event_id = %event.event_id, error = %e, "member event could not be applied");
+                            }
+                            Err(e) => return Err(e),
+                        }
                         quiet.push(event.seq);
                     }
                     "m.room.message" | "m.reaction" => match self.trigger_of(event).await? {
