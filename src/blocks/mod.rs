@@ -256,12 +256,19 @@ fn check_size(size: usize) -> Result<(), BlockError> {
     Ok(())
 }
 
-fn load_owned(i: usize, block: Value) -> Result<Block, BlockError> {
-    let bad = || BlockError::at(format!("blocks[{i}]"), "each block must be an object with a string \"type\"");
-    let Value::Object(fields) = block else { return Err(bad()) };
-    let Some(Value::String(ty)) = fields.get("type") else { return Err(bad()) };
-    let ty = ty.clone();
-    let version = match fields.get("v") {
+fn not_a_block(i: usize) -> BlockError {
+    BlockError::at(format!("blocks[{i}]"), "each block must be an object with a string \"type\"")
+}
+
+/// A block's type and version from its head: `Some(spec)` when it is a known type at
+/// version 1 (a missing `v` means 1), `None` when it is to be kept as an unknown block.
+fn classify(
+    i: usize,
+    ty: Option<&Value>,
+    v: Option<&Value>,
+) -> Result<(String, Option<u64>, Option<&'static BlockSpec>), BlockError> {
+    let Some(Value::String(ty)) = ty else { return Err(not_a_block(i)) };
+    let version = match v {
         None => None,
         Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
         Some(_) => {
@@ -271,35 +278,29 @@ fn load_owned(i: usize, block: Value) -> Result<Block, BlockError> {
             ));
         }
     };
-    match (spec(&ty), version) {
-        (Some(spec), None | Some(1)) => Ok(Block::Known { spec, fields }),
-        _ => {
-            let text = serde_json::to_string(&fields).map_err(|_| bad())?;
-            let raw = RawValue::from_string(text).map_err(|_| bad())?;
+    let known = spec(ty).filter(|_| matches!(version, None | Some(1)));
+    Ok((ty.clone(), version, known))
+}
+
+fn load_owned(i: usize, block: Value) -> Result<Block, BlockError> {
+    let Value::Object(fields) = block else { return Err(not_a_block(i)) };
+    match classify(i, fields.get("type"), fields.get("v"))? {
+        (_, _, Some(spec)) => Ok(Block::Known { spec, fields }),
+        (ty, version, None) => {
+            let text = serde_json::to_string(&fields).map_err(|_| not_a_block(i))?;
+            let raw = RawValue::from_string(text).map_err(|_| not_a_block(i))?;
             Ok(Block::Unknown { ty, version, raw })
         }
     }
 }
 
 fn load_block(i: usize, raw: &RawValue) -> Result<Block, BlockError> {
-    let bad = || BlockError::at(format!("blocks[{i}]"), "each block must be an object with a string \"type\"");
-    let head: BlockHead = serde_json::from_str(raw.get()).map_err(|_| bad())?;
-    let Some(Value::String(ty)) = head.ty else { return Err(bad()) };
-    let version = match head.v {
-        None => None,
-        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
-        Some(_) => {
-            return Err(BlockError::at(
-                format!("blocks[{i}].v"),
-                "block version must be a positive integer (or left out for 1)",
-            ));
-        }
-    };
-    match (spec(&ty), version) {
-        (Some(spec), None | Some(1)) => {
-            let fields: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| bad())?;
+    let head: BlockHead = serde_json::from_str(raw.get()).map_err(|_| not_a_block(i))?;
+    match classify(i, head.ty.as_ref(), head.v.as_ref())? {
+        (_, _, Some(spec)) => {
+            let fields: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| not_a_block(i))?;
             Ok(Block::Known { spec, fields })
         }
-        _ => Ok(Block::Unknown { ty, version, raw: raw.to_owned() }),
+        (ty, version, None) => Ok(Block::Unknown { ty, version, raw: raw.to_owned() }),
     }
 }
