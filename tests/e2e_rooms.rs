@@ -41,6 +41,8 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
     env.wait_joined(&group, BOT).await;
     env.bob.join(&group).await;
     let elsewhere = env.bob.create_room(&[], false).await;
+    let team = env.alice.create_room_with(json!({"invite": [BOT], "name": "Team", "preset": "private_chat"})).await;
+    env.wait_joined(&team, BOT).await;
     env.llm.script([
         call(
             "rich_send",
@@ -52,6 +54,9 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
     env.alice.say(&group, "richbot, tell me privately").await;
     env.wait_turns(&group, 1).await;
     let requests = env.llm.requests();
+    let room_arg = requests[0]["tools"][0]["function"]["parameters"]["properties"]["room"].clone();
+    assert!(room_arg["description"].as_str().expect("description").contains(&format!("{team} (Team)")), "{room_arg}");
+    assert!(room_arg["enum"].as_array().expect("enum").contains(&json!(team)));
     let refused = last_tool_result(&requests[1]).expect("result");
     assert_eq!(refused["code"], "room_not_allowed");
     assert_eq!(refused["path"], "room");

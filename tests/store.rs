@@ -74,6 +74,11 @@ fn environment_overrides_config_keys() {
     assert_eq!(s.api_key.as_deref(), Some("sk-env"));
     assert!(s.allowed("@anyone:example.org") && !s.allowed("@eve:evil.org"), "default: this homeserver only");
     assert!(!format!("{:?}", s.config.llm).contains("sk-"), "secrets are not printed");
+    let everything = format!("{s:?}");
+    assert!(
+        !everything.contains("sk-env") && !everything.contains("hs_token") && !everything.contains("as_token"),
+        "{everything}"
+    );
 
     let bad = richbot::config::from_str(
         toml,

@@ -21,8 +21,8 @@ pub enum Error {
     Empty,
 }
 
-/// The chat client.
-#[derive(Debug, Clone)]
+/// The chat client. `Debug` leaves the key out.
+#[derive(Clone)]
 pub struct Llm {
     client: Client<OpenAIConfig>,
     http: reqwest::Client,
@@ -30,6 +30,12 @@ pub struct Llm {
     api_key: Option<String>,
     model: String,
     max_tokens: u32,
+}
+
+impl std::fmt::Debug for Llm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Llm").field("base_url", &self.base_url).field("model", &self.model).finish_non_exhaustive()
+    }
 }
 
 impl Llm {

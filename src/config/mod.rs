@@ -233,8 +233,9 @@ impl Default for Bot {
     }
 }
 
-/// The validated configuration the service runs with.
-#[derive(Debug, Clone)]
+/// The validated configuration the service runs with. `Debug` leaves the secrets out
+/// (the registration's tokens and the LLM key).
+#[derive(Clone)]
 pub struct Settings {
     pub config: Config,
     pub registration: Registration,
@@ -242,6 +243,17 @@ pub struct Settings {
     pub api_key: Option<String>,
     pub personas: Vec<Persona>,
     pub allow: Vec<Regex>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("config", &self.config)
+            .field("appservice_id", &self.registration.id)
+            .field("listen", &self.listen)
+            .field("personas", &self.personas)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Settings {

@@ -40,13 +40,19 @@ impl Error {
     }
 }
 
-/// A client-server API client acting as the appservice.
-#[derive(Debug, Clone)]
+/// A client-server API client acting as the appservice. `Debug` leaves the token out.
+#[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
     base: String,
     as_token: String,
     retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("base", &self.base).field("retry", &self.retry).finish_non_exhaustive()
+    }
 }
 
 impl Client {

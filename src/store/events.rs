@@ -125,6 +125,30 @@ impl Store {
         Ok(events)
     }
 
+    /// The room's name: from the latest `m.room.name` event we saw, else from the stripped
+    /// state of the latest invite (a name set before a persona was invited never reaches us
+    /// as an event).
+    pub async fn room_name(&self, room_id: &str) -> Result<Option<String>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events WHERE room_id = ? AND (event_type = 'm.room.name'
+             OR (event_type = 'm.room.member' AND event LIKE '%invite_room_state%'))
+             ORDER BY event_type = 'm.room.name' DESC, seq DESC LIMIT 1"
+        );
+        let row = sqlx::query(&sql).bind(room_id).fetch_optional(&self.pool).await?;
+        let Some(event) = row.as_ref().map(StoredEvent::from_row).transpose()? else { return Ok(None) };
+        let name = if event.event_type == "m.room.name" {
+            event.content().get("name").and_then(Value::as_str)
+        } else {
+            let stripped =
+                event.event.get("invite_room_state").or_else(|| event.event.get("unsigned")?.get("invite_room_state"));
+            stripped
+                .and_then(Value::as_array)
+                .and_then(|s| s.iter().find(|e| e.get("type").and_then(Value::as_str) == Some("m.room.name")))
+                .and_then(|e| e.get("content")?.get("name")?.as_str())
+        };
+        Ok(name.filter(|n| !n.is_empty()).map(str::to_owned))
+    }
+
     /// One stored event by id.
     pub async fn event(&self, event_id: &str) -> Result<Option<StoredEvent>> {
         let sql = format!("SELECT {COLUMNS} FROM events WHERE event_id = ?");

@@ -2,7 +2,8 @@
 //! tools' prompt line, where we are (DM or group, who asks, the time), then the room's
 //! recent messages within a character budget (in a thread: the thread only). The
 //! persona's own messages are the assistant's turns, shown as their text fallback; button
-//! presses are spelled out.
+//! presses are spelled out. Edits are applied: a message edited by its sender appears in
+//! its latest form, and the edit events themselves do not appear.
 
 use serde_json::Value;
 
@@ -45,10 +46,13 @@ pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Trigger]) ->
         rfc3339(s.now_ms),
         s.thread_root.map(|r| format!(" This conversation is the thread rooted at {r}.")).unwrap_or_default(),
     );
+    let edits = latest_edits(history);
     let mut lines: Vec<Message> = Vec::new();
     let mut used = 0;
     for event in history.iter().rev().filter(|e| in_scope(e, s.thread_root)) {
-        let Some(message) = as_message(event, s.persona_id) else { continue };
+        let Some(message) = as_message(event, s.persona_id, edits.get(event.event_id.as_str()).copied()) else {
+            continue;
+        };
         let len = match &message {
             Message::User(t) | Message::System(t) => t.len(),
             Message::Assistant { text, .. } => text.as_deref().map_or(0, str::len),
@@ -82,13 +86,36 @@ fn in_scope(event: &StoredEvent, thread_root: Option<&str>) -> bool {
             && relates.and_then(|r| r.get("event_id")).and_then(Value::as_str) == Some(root))
 }
 
-fn as_message(event: &StoredEvent, persona_id: &str) -> Option<Message> {
+/// For each edited message, the body of its latest edit by the same sender.
+fn latest_edits(history: &[StoredEvent]) -> std::collections::HashMap<&str, &str> {
+    let senders: std::collections::HashMap<&str, &str> =
+        history.iter().map(|e| (e.event_id.as_str(), e.sender.as_str())).collect();
+    let mut edits = std::collections::HashMap::new();
+    for e in history {
+        let rel = e.content().get("m.relates_to");
+        if rel.and_then(|r| r.get("rel_type")).and_then(Value::as_str) != Some("m.replace") {
+            continue;
+        }
+        let (Some(original), Some(body)) = (
+            rel.and_then(|r| r.get("event_id")).and_then(Value::as_str),
+            e.content().get("m.new_content").and_then(|c| c.get("body")).and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if senders.get(original) == Some(&e.sender.as_str()) {
+            edits.insert(original, body);
+        }
+    }
+    edits
+}
+
+fn as_message(event: &StoredEvent, persona_id: &str, edited: Option<&str>) -> Option<Message> {
     let content = event.content();
     let rel = content.get("m.relates_to").and_then(|r| r.get("rel_type")).and_then(Value::as_str);
     if rel == Some("m.replace") {
         return None;
     }
-    let body = content.get("body").and_then(Value::as_str)?;
+    let body = edited.or_else(|| content.get("body").and_then(Value::as_str))?;
     if event.sender == persona_id {
         return Some(Message::Assistant {
             text: Some(format!("{body}\n[event_id: {}]", event.event_id)),
@@ -177,6 +204,29 @@ mod tests {
         assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather?".into()));
         assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Lisbon 21.5")));
         assert_eq!(msgs[3], Message::User("@alice:x [$e4]: thanks".into()));
+    }
+
+    #[test]
+    fn edits_by_the_sender_replace_the_text_and_others_edits_are_ignored() {
+        let edit = |seq, sender: &str, target: &str, body: &str| {
+            ev(
+                seq,
+                sender,
+                json!({"msgtype": "m.text", "body": format!("* {body}"), "m.new_content": {"msgtype": "m.text", "body": body},
+                "m.relates_to": {"rel_type": "m.replace", "event_id": target}}),
+            )
+        };
+        let history = vec![
+            ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "weather in Lisbn?"})),
+            ev(2, "@bot:x", json!({"msgtype": "m.text", "body": "Tracking: packed"})),
+            edit(3, "@alice:x", "$e1", "weather in Lisbon?"),
+            edit(4, "@bot:x", "$e2", "Tracking: shipped"),
+            edit(5, "@mallory:x", "$e1", "hijacked"),
+        ];
+        let msgs = build(&situation(None, 10_000), &history, &[]);
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather in Lisbon?".into()));
+        assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Tracking: shipped")));
     }
 
     #[test]

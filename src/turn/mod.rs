@@ -247,10 +247,11 @@ impl Engine {
         };
         let messages = context::build(&situation, &history, triggers);
         let shared = self.store.shared_rooms(persona_id.as_str(), asker.as_str()).await?;
-        let choices = RoomChoices {
-            in_dm: is_dm,
-            shared: shared.into_iter().filter(|r| r != room.as_str()).map(|r| (r.clone(), r)).collect(),
-        };
+        let mut choices = RoomChoices { in_dm: is_dm, shared: Vec::new() };
+        for r in shared.into_iter().filter(|r| r != room.as_str()) {
+            let name = self.store.room_name(&r).await?.unwrap_or_else(|| "unnamed room".to_owned());
+            choices.shared.push((r, name));
+        }
         let tools = tool_specs(&choices);
 
         let typing = self.typing(&room, &persona_id);

@@ -109,13 +109,11 @@ impl User {
     }
 
     pub async fn create_room(&self, invite: &[&str], is_direct: bool) -> String {
-        let v = self
-            .ok(
-                Method::POST,
-                "/_matrix/client/v3/createRoom",
-                Some(json!({"invite": invite, "is_direct": is_direct, "preset": "private_chat"})),
-            )
-            .await;
+        self.create_room_with(json!({"invite": invite, "is_direct": is_direct, "preset": "private_chat"})).await
+    }
+
+    pub async fn create_room_with(&self, body: Value) -> String {
+        let v = self.ok(Method::POST, "/_matrix/client/v3/createRoom", Some(body)).await;
         v["room_id"].as_str().expect("room id").to_owned()
     }
 
