@@ -227,6 +227,9 @@ fn payload_size_cap_is_48_kib() {
     let fill = 48 * 1024 - overhead;
     assert!(check(at(fill)).is_ok());
     assert!(check(at(fill + 1)).unwrap_err().contains("at most 49152 (48 KiB)"));
+    // The reader path (parse text, then validate) draws the line at the same byte.
+    assert!(Rich::parse(&at(fill).to_string()).expect("loads").validate().is_ok());
+    assert!(Rich::parse(&at(fill + 1).to_string()).expect("loads").validate().is_err());
 }
 
 #[test]
