@@ -122,7 +122,8 @@ fn init_logging(settings: &Settings) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(settings.config.logging.filter.as_deref().unwrap_or("info")))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     if settings.config.logging.format.as_deref() == Some("json") {
         builder.json().init();
     } else {
