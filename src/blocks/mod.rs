@@ -101,10 +101,7 @@ impl Rich {
 
     /// Loads a payload leniently from a JSON value.
     pub fn from_value(value: &Value) -> Result<Self, BlockError> {
-        if !value.is_object() {
-            return Err(BlockError::at("", "payload must be a JSON object {\"v\": 1, \"blocks\": [...]}"));
-        }
-        Self::parse(&value.to_string())
+        Self::from_owned(value.clone())
     }
 
     /// What a sender runs: canonicalize numbers, load, validate. Works on the value it is

@@ -50,14 +50,6 @@ pub enum RichCall {
     },
 }
 
-impl RichCall {
-    pub fn room(&self) -> &RoomTarget {
-        match self {
-            RichCall::Send { room, .. } | RichCall::Edit { room, .. } => room,
-        }
-    }
-}
-
 /// Why a tool call was refused; sent back to the model as `{"error", "code", "path"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("{code}: {error}")]
