@@ -60,11 +60,8 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
         // Serve the appservice routes ourselves if nothing else is listening.
         let local = match TcpListener::bind(settings.listen).await {
             Ok(listener) => {
-                let state = appservice::AppState {
-                    hs_token: Arc::from(settings.registration.hs_token.as_str()),
-                    inbox: inbox::Inbox::new(parts.store.clone(), Arc::new(Notify::new()), Arc::default()),
-                    personas: parts.personas.clone(),
-                };
+                let inbox = inbox::Inbox::new(parts.store.clone(), Arc::new(Notify::new()), Arc::default());
+                let state = appservice::AppState::new(&settings.registration.hs_token, inbox, parts.personas.clone());
                 let app = appservice::router(state, settings.config.appservice.max_body_bytes);
                 Some(tokio::spawn(async move { axum::serve(listener, app).await }))
             }

@@ -42,8 +42,9 @@ impl Inbox {
         Self { store, wake, metrics }
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// Whether the inbox can take transactions (its database answers): readiness.
+    pub async fn ready(&self) -> Result<(), store::Error> {
+        self.store.ping().await
     }
 
     /// Commits a transaction's events; idempotent. Returns once they are durable.
@@ -65,15 +66,21 @@ impl Inbox {
     }
 }
 
+/// The event's ids as ruma types; an event without a valid `event_id`, `room_id`,
+/// `sender` or `type` cannot be answered or deduplicated, and is counted malformed.
 fn to_new_event(txn_id: &str, event: Value) -> Option<NewEvent> {
     let field = |k: &str| event.get(k).and_then(Value::as_str).map(str::to_owned);
     let (Some(event_id), Some(room_id), Some(sender), Some(event_type)) =
-        (field("event_id"), field("room_id"), field("sender"), field("type"))
+        (id(&event, "event_id"), id(&event, "room_id"), id(&event, "sender"), field("type"))
     else {
-        tracing::warn!(txn_id, "skipping a malformed event (needs event_id, room_id, sender, type)");
+        tracing::warn!(txn_id, "skipping a malformed event (needs a valid event_id, room_id, sender and type)");
         return None;
     };
     let origin_ts = event.get("origin_server_ts").and_then(Value::as_i64).unwrap_or_else(now_ms);
     let state_key = field("state_key");
     Some(NewEvent { event_id, room_id, sender, event_type, state_key, origin_ts, event: event.to_string() })
+}
+
+fn id<T: TryFrom<String>>(event: &Value, key: &str) -> Option<T> {
+    T::try_from(event.get(key)?.as_str()?.to_owned()).ok()
 }

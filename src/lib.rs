@@ -4,10 +4,20 @@
 //! # The pipeline
 //!
 //! ```text
-//! homeserver --PUT txn--> appservice --> inbox --> turn --> agent --> tools --> matrix --> homeserver
-//!              (HTTP edge)  (durable)  (per room) (LLM loop) (plan)  (persona)
-//!                                   \_______________ store (SQLite) _______________/
+//! homeserver --PUT txn--> appservice --> inbox --> room --> turn --> agent <-> turn's tool runner
+//!              (HTTP edge)  (durable)  (triage,  (one LLM  (tool    (plan, sandbox,
+//!                                       per room) turn)    loop)    render)
+//!                                                   \________________________/
+//!                                                              |
+//!                                               outbox --> matrix --> homeserver
+//!                                     (writes as a persona, paced, exactly once)
+//!              store (SQLite) under all of them: only it runs SQL
 //! ```
+//!
+//! Modules are declared below in that order; dependencies point down the list (a stage
+//! uses the ones after it, never one before it). The leaves: `blocks` (the catalogue),
+//! `tools` (specs and `plan`), `render`, `relation` (`m.relates_to`, read in one place),
+//! `personas`, `matrix`, `store`.
 //!
 //! # Invariants
 //!
@@ -18,32 +28,38 @@
 //!    user before answering.
 //! 2. Only `store` runs SQL; only `agent::llm` talks to the LLM; only `matrix` talks to the
 //!    homeserver.
-//! 3. Context building (`turn::context`), triggers (`turn::triggers`), tool-call planning
+//! 3. Context building (`turn::context`), triggers (`room::triggers`), tool-call planning
 //!    (`tools::plan`), the block catalogue (`blocks`) and rendering (`render`) are pure.
 //! 4. Every write has a transaction id fixed before the first attempt and persisted, unique
-//!    across personas (`rb.<instance>.<turn>.<seq>`); a retry or a resumed turn reuses it.
+//!    across personas (`rb.<instance>.<turn>.<seq>`, in `outbox`); a retry or a resumed
+//!    turn reuses it.
 //! 5. One turn per room at a time, rooms in parallel up to a cap; messages that arrive
 //!    during a turn are the next turn's.
 //! 6. Edits only of messages a persona of ours sent (checked in the store), and writes to
-//!    one message at least `edit_interval_ms` (2.5 s) apart: a too-early edit waits for a
-//!    slot reserved atomically in SQL.
+//!    one message at least `bot.edit_interval_ms` (default 2.5 s) apart: a too-early edit
+//!    waits for a slot reserved atomically in SQL.
+//! 7. Matrix ids are ruma types from the inbox on; a stored id is parsed once, when read.
 
 pub mod agent;
 pub mod appservice;
 pub mod blocks;
+pub mod inbox;
+pub mod matrix;
+pub mod outbox;
+pub mod personas;
+pub mod relation;
+pub mod render;
+pub mod room;
+pub mod store;
+pub mod tools;
+pub mod turn;
+
 pub mod check;
 pub mod clock;
 pub mod config;
-pub mod inbox;
-pub mod matrix;
 pub mod metrics;
-pub mod personas;
 pub mod registration;
-pub mod render;
-pub mod store;
 pub mod strings;
-pub mod tools;
-pub mod turn;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -97,36 +113,25 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let settings = Arc::new(settings);
     let Parts { store, matrix, personas, llm } = Parts::build(&settings).await?;
-    let instance = store.instance_id().await?;
     let wake = Arc::new(Notify::new());
     let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
-    let engine = Arc::new(turn::Engine {
-        poster: turn::Poster {
-            matrix: matrix.clone(),
-            store: store.clone(),
-            instance,
-            interval_ms: bot.edit_interval_ms as i64,
-        },
-        store: store.clone(),
-        matrix: matrix.clone(),
-        personas: personas.clone(),
-        llm,
+    let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
+    let limits = turn::Limits {
         key: bot.writer_key,
-        staleness_ms: (bot.staleness_secs * 1000) as i64,
         history_chars: bot.history_chars,
         max_rounds: settings.config.llm.max_rounds,
-        group_requires_mention: bot.group_requires_mention,
-        settings: settings.clone(),
-        metrics: metrics.clone(),
-    });
-    let state = appservice::AppState {
-        hs_token: Arc::from(settings.registration.hs_token.as_str()),
-        inbox: inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone()),
-        personas: personas.clone(),
     };
+    let turns = turn::Turns::new(store.clone(), llm, outbox.clone(), personas.clone(), metrics.clone(), limits);
+    let policy = room::Policy {
+        staleness_ms: i64::try_from(bot.staleness_secs.saturating_mul(1000)).unwrap_or(i64::MAX),
+        group_requires_mention: bot.group_requires_mention,
+        allow: settings.allow.clone(),
+    };
+    let rooms = room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy);
+    let inbox = inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone());
+    let state = appservice::AppState::new(&settings.registration.hs_token, inbox, personas.clone());
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
 
     // Personas are registered in the background: a homeserver that is still starting must
@@ -151,7 +156,7 @@ pub async fn run(
         }
         None => None,
     };
-    let scheduler = tokio::spawn(turn::scheduler::run(engine, wake, bot.max_parallel_rooms));
+    let scheduler = tokio::spawn(rooms.run(wake, bot.max_parallel_rooms));
     tracing::info!(addr = ?listener.local_addr().ok(), "richbot listening");
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     scheduler.abort();

@@ -38,8 +38,8 @@ impl Metrics {
     }
 
     /// Counts a finished turn by its outcome kind (`answered`, `llm_failed`, ...).
-    pub fn turn(&self, outcome: &str) {
-        let kind = outcome.split(':').next().unwrap_or(outcome).to_owned();
+    pub fn turn(&self, kind: &str) {
+        let kind = kind.to_owned();
         if let Ok(mut map) = self.turns.lock() {
             *map.entry(kind).or_default() += 1;
         }
@@ -120,7 +120,7 @@ mod tests {
         let m = Metrics::default();
         Metrics::inc(&m.transactions);
         Metrics::add(&m.events_new, 3);
-        m.turn("llm_failed: timeout");
+        m.turn("llm_failed");
         m.turn("answered");
         m.turn("answered");
         m.tool_call("rich_send", "ok");

@@ -63,23 +63,23 @@ impl Personas {
         &self.list
     }
 
-    pub fn get(&self, user: &str) -> Option<&Persona> {
-        self.list.iter().find(|p| p.user_id.as_str() == user)
+    pub fn get(&self, user: &UserId) -> Option<&Persona> {
+        self.list.iter().find(|p| p.user_id == user)
     }
 
     pub fn is_persona(&self, user: &UserId) -> bool {
-        self.get(user.as_str()).is_some()
+        self.get(user).is_some()
     }
 
     /// Registers the persona and sets its display name, once.
     pub async fn ensure_registered(&self, user: &UserId) -> Result<(), Error> {
-        let Some(persona) = self.get(user.as_str()) else { return Ok(()) };
-        if self.store.persona_registered(user.as_str()).await? {
+        let Some(persona) = self.get(user) else { return Ok(()) };
+        if self.store.persona_registered(user).await? {
             return Ok(());
         }
         self.matrix.register(user.localpart()).await?;
         self.matrix.set_display_name(user, &persona.display_name).await?;
-        self.store.mark_persona_registered(user.as_str(), now_ms()).await?;
+        self.store.mark_persona_registered(user, now_ms()).await?;
         tracing::info!(%user, "persona registered");
         Ok(())
     }

@@ -9,8 +9,7 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use serde_json::Value;
 
-use super::{Complete, Message, Reply, wire};
-use crate::tools::ToolSpec;
+use super::{Complete, Message, Reply, ToolSpec, wire};
 
 /// The LLM could not answer.
 #[derive(Debug, thiserror::Error)]

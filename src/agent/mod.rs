@@ -11,7 +11,18 @@ mod wire;
 
 pub use llm::{Error, Llm};
 
-use crate::tools::ToolSpec;
+use serde::Serialize;
+use serde_json::Value;
+
+/// One tool as offered to the model (the OpenAI function-tool shape). The agent owns this
+/// type: what the tools are is the caller's business (`tools::tool_specs`), and the LLM
+/// client needs only their names, descriptions and schemas.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: String,
+    pub parameters: Value,
+}
 
 /// One message of the conversation (domain type; `wire.rs` maps it to the API).
 #[derive(Debug, Clone, PartialEq)]

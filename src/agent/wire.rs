@@ -4,8 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Message, Reply, ToolCall, Usage};
-use crate::tools::ToolSpec;
+use super::{Message, Reply, ToolCall, ToolSpec, Usage};
 
 pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec]) -> Value {
     let messages: Vec<Value> = messages

@@ -13,7 +13,7 @@ pub async fn health() -> Response {
 }
 
 pub async fn ready(State(state): State<AppState>) -> Response {
-    match state.inbox.store().ping().await {
+    match state.inbox.ready().await {
         Ok(()) => (StatusCode::OK, "ready\n").into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check: database unavailable");

@@ -28,9 +28,16 @@ use crate::personas::Personas;
 /// What the handlers share.
 #[derive(Clone)]
 pub struct AppState {
-    pub hs_token: Arc<str>,
-    pub inbox: Inbox,
-    pub personas: Personas,
+    hs_token: Arc<str>,
+    inbox: Inbox,
+    personas: Personas,
+}
+
+impl AppState {
+    /// `hs_token` is the registration's homeserver token, which every Matrix route requires.
+    pub fn new(hs_token: &str, inbox: Inbox, personas: Personas) -> Self {
+        Self { hs_token: Arc::from(hs_token), inbox, personas }
+    }
 }
 
 /// The appservice router. `max_body` bounds a request body (413 `M_TOO_LARGE` above it).

@@ -1,17 +1,19 @@
 //! `events`: the inbox and the room history.
 
+use ruma::{EventId, OwnedEventId, OwnedRoomId, OwnedUserId, RoomId};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::{Result, Store};
+use super::{Result, Store, id};
+use crate::relation::Relation;
 
 /// An event as the homeserver pushed it, ready to store.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
-    pub event_id: String,
-    pub room_id: String,
-    pub sender: String,
+    pub event_id: OwnedEventId,
+    pub room_id: OwnedRoomId,
+    pub sender: OwnedUserId,
     pub event_type: String,
     pub state_key: Option<String>,
     pub origin_ts: i64,
@@ -23,9 +25,9 @@ pub struct NewEvent {
 #[derive(Debug, Clone)]
 pub struct StoredEvent {
     pub seq: i64,
-    pub event_id: String,
-    pub room_id: String,
-    pub sender: String,
+    pub event_id: OwnedEventId,
+    pub room_id: OwnedRoomId,
+    pub sender: OwnedUserId,
     pub event_type: String,
     pub state_key: Option<String>,
     pub origin_ts: i64,
@@ -38,13 +40,23 @@ impl StoredEvent {
         self.event.get("content").unwrap_or(&Value::Null)
     }
 
+    /// What the event relates to (`m.relates_to`), if anything readable.
+    pub fn relation(&self) -> Option<Relation> {
+        Relation::read(self.content())
+    }
+
+    /// The `msgtype` of a message event.
+    pub fn msgtype(&self) -> Option<&str> {
+        self.content().get("msgtype").and_then(Value::as_str)
+    }
+
     pub(super) fn from_row(row: &SqliteRow) -> Result<Self> {
         let text: String = row.try_get("event")?;
         Ok(Self {
             seq: row.try_get("seq")?,
-            event_id: row.try_get("event_id")?,
-            room_id: row.try_get("room_id")?,
-            sender: row.try_get("sender")?,
+            event_id: id(row, "event_id")?,
+            room_id: id(row, "room_id")?,
+            sender: id(row, "sender")?,
             event_type: row.try_get("event_type")?,
             state_key: row.try_get("state_key")?,
             origin_ts: row.try_get("origin_ts")?,
@@ -67,9 +79,9 @@ impl Store {
                 "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
             )
-            .bind(&e.event_id)
-            .bind(&e.room_id)
-            .bind(&e.sender)
+            .bind(e.event_id.as_str())
+            .bind(e.room_id.as_str())
+            .bind(e.sender.as_str())
             .bind(&e.event_type)
             .bind(&e.state_key)
             .bind(e.origin_ts)
@@ -84,21 +96,21 @@ impl Store {
     }
 
     /// Rooms that have events not yet handled, oldest first.
-    pub async fn rooms_with_pending(&self) -> Result<Vec<String>> {
+    pub async fn rooms_with_pending(&self) -> Result<Vec<OwnedRoomId>> {
         let rows = sqlx::query(
             "SELECT room_id, MIN(seq) AS first FROM events WHERE processed = 0 GROUP BY room_id ORDER BY first",
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok(r.try_get("room_id")?)).collect()
+        rows.iter().map(|r| id(r, "room_id")).collect()
     }
 
     /// A room's unhandled events not claimed by a turn, in arrival order.
-    pub async fn pending_events(&self, room_id: &str) -> Result<Vec<StoredEvent>> {
+    pub async fn pending_events(&self, room_id: &RoomId) -> Result<Vec<StoredEvent>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM events WHERE processed = 0 AND turn_id IS NULL AND room_id = ? ORDER BY seq"
         );
-        let rows = sqlx::query(&sql).bind(room_id).fetch_all(&self.pool).await?;
+        let rows = sqlx::query(&sql).bind(room_id.as_str()).fetch_all(&self.pool).await?;
         rows.iter().map(StoredEvent::from_row).collect()
     }
 
@@ -112,14 +124,14 @@ impl Store {
         Ok(())
     }
 
-    /// The room's most recent messages (and reactions) up to and including `upto_seq`,
-    /// newest last, at most `limit`.
-    pub async fn history(&self, room_id: &str, upto_seq: i64, limit: i64) -> Result<Vec<StoredEvent>> {
+    /// The room's most recent messages (`m.room.message` only: reactions, state and other
+    /// types are not history) up to and including `upto_seq`, newest last, at most `limit`.
+    pub async fn history(&self, room_id: &RoomId, upto_seq: i64, limit: i64) -> Result<Vec<StoredEvent>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM events WHERE room_id = ? AND seq <= ? AND event_type = 'm.room.message'
              ORDER BY seq DESC LIMIT ?"
         );
-        let rows = sqlx::query(&sql).bind(room_id).bind(upto_seq).bind(limit).fetch_all(&self.pool).await?;
+        let rows = sqlx::query(&sql).bind(room_id.as_str()).bind(upto_seq).bind(limit).fetch_all(&self.pool).await?;
         let mut events: Vec<StoredEvent> = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;
         events.reverse();
         Ok(events)
@@ -128,13 +140,13 @@ impl Store {
     /// The room's name: from the latest `m.room.name` event we saw, else from the stripped
     /// state of the latest invite (a name set before a persona was invited never reaches us
     /// as an event).
-    pub async fn room_name(&self, room_id: &str) -> Result<Option<String>> {
+    pub async fn room_name(&self, room_id: &RoomId) -> Result<Option<String>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM events WHERE room_id = ? AND (event_type = 'm.room.name'
              OR (event_type = 'm.room.member' AND event LIKE '%invite_room_state%'))
              ORDER BY event_type = 'm.room.name' DESC, seq DESC LIMIT 1"
         );
-        let row = sqlx::query(&sql).bind(room_id).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&sql).bind(room_id.as_str()).fetch_optional(&self.pool).await?;
         let Some(event) = row.as_ref().map(StoredEvent::from_row).transpose()? else { return Ok(None) };
         let name = if event.event_type == "m.room.name" {
             event.content().get("name").and_then(Value::as_str)
@@ -150,16 +162,16 @@ impl Store {
     }
 
     /// One stored event by id.
-    pub async fn event(&self, event_id: &str) -> Result<Option<StoredEvent>> {
+    pub async fn event(&self, event_id: &EventId) -> Result<Option<StoredEvent>> {
         let sql = format!("SELECT {COLUMNS} FROM events WHERE event_id = ?");
-        let row = sqlx::query(&sql).bind(event_id).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&sql).bind(event_id.as_str()).fetch_optional(&self.pool).await?;
         row.as_ref().map(StoredEvent::from_row).transpose()
     }
 
     /// All events of a room in arrival order (for operators and tests).
-    pub async fn room_events(&self, room_id: &str) -> Result<Vec<StoredEvent>> {
+    pub async fn room_events(&self, room_id: &RoomId) -> Result<Vec<StoredEvent>> {
         let sql = format!("SELECT {COLUMNS} FROM events WHERE room_id = ? ORDER BY seq");
-        let rows = sqlx::query(&sql).bind(room_id).fetch_all(&self.pool).await?;
+        let rows = sqlx::query(&sql).bind(room_id.as_str()).fetch_all(&self.pool).await?;
         rows.iter().map(StoredEvent::from_row).collect()
     }
 }

@@ -1,13 +1,15 @@
 //! `meta` and `personas`: facts about this installation.
 
+use rand::distr::{Alphanumeric, SampleString};
+use ruma::UserId;
 use sqlx::Row;
 
 use super::{Result, Store};
 
 impl Store {
-    /// This installation's random id, created on first use.
+    /// This installation's random id (10 alphanumeric characters), created on first use.
     pub async fn instance_id(&self) -> Result<String> {
-        let candidate = crate::registration::token()[..10].to_owned();
+        let candidate = Alphanumeric.sample_string(&mut rand::rng(), 10);
         sqlx::query("INSERT INTO meta (key, value) VALUES ('instance_id', ?) ON CONFLICT (key) DO NOTHING")
             .bind(&candidate)
             .execute(&self.pool)
@@ -17,16 +19,18 @@ impl Store {
     }
 
     /// Whether a persona was registered with the homeserver.
-    pub async fn persona_registered(&self, user_id: &str) -> Result<bool> {
-        let row =
-            sqlx::query("SELECT 1 FROM personas WHERE user_id = ?").bind(user_id).fetch_optional(&self.pool).await?;
+    pub async fn persona_registered(&self, user_id: &UserId) -> Result<bool> {
+        let row = sqlx::query("SELECT 1 FROM personas WHERE user_id = ?")
+            .bind(user_id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
         Ok(row.is_some())
     }
 
     /// Records that a persona is registered.
-    pub async fn mark_persona_registered(&self, user_id: &str, now: i64) -> Result<()> {
+    pub async fn mark_persona_registered(&self, user_id: &UserId, now: i64) -> Result<()> {
         sqlx::query("INSERT INTO personas (user_id, registered_at) VALUES (?, ?) ON CONFLICT (user_id) DO NOTHING")
-            .bind(user_id)
+            .bind(user_id.as_str())
             .bind(now)
             .execute(&self.pool)
             .await?;

@@ -1,6 +1,10 @@
 //! The store: the only place that runs SQL (SQLite through sqlx, runtime-checked queries
 //! tested against a real database). One file per table group, mirroring `migrations/`.
 //!
+//! Rows carry ruma ids (`OwnedRoomId`, `OwnedEventId`, `OwnedUserId`): an id is parsed
+//! once, when it enters (the inbox, a homeserver answer), and a stored id that no longer
+//! parses is reported as corruption instead of travelling on as a string.
+//!
 //! SQLite runs in WAL mode with `synchronous = NORMAL`: a committed transaction survives a
 //! process crash, which is what "answer 200 only after the events are committed" needs.
 
@@ -14,11 +18,14 @@ mod turns;
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::Row;
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
 
 pub use events::{NewEvent, StoredEvent};
-pub use outbox::OutboxRow;
+pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use sent::{NewSent, SentMessage};
 pub use turns::{TurnRecord, TurnRow};
 
@@ -34,6 +41,8 @@ pub enum Error {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored JSON is corrupt: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("stored {column} is not a valid Matrix id: {value}")]
+    BadId { column: &'static str, value: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -68,4 +77,16 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Reads a column holding a Matrix id as its ruma type.
+fn id<T: TryFrom<String>>(row: &SqliteRow, column: &'static str) -> Result<T> {
+    let value: String = row.try_get(column)?;
+    T::try_from(value.clone()).map_err(|_| Error::BadId { column, value })
+}
+
+/// Reads a nullable column holding a Matrix id.
+fn opt_id<T: TryFrom<String>>(row: &SqliteRow, column: &'static str) -> Result<Option<T>> {
+    let value: Option<String> = row.try_get(column)?;
+    value.map(|v| T::try_from(v.clone()).map_err(|_| Error::BadId { column, value: v })).transpose()
 }

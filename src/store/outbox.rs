@@ -1,53 +1,66 @@
 //! `outbox`: writes to the homeserver with transaction ids fixed before the first attempt.
 
+use ruma::{OwnedEventId, RoomId, UserId};
 use sqlx::Row;
 
-use super::{Result, Store};
+use super::{Result, Store, opt_id};
 
-/// The state of one write.
+/// A write to claim: the `seq`-th write of turn `turn`, by `sender` in `room`.
+#[derive(Debug, Clone, Copy)]
+pub struct NewWrite<'a> {
+    pub txn_id: &'a str,
+    pub turn: i64,
+    pub seq: i64,
+    pub room: &'a RoomId,
+    pub sender: &'a UserId,
+}
+
+/// Where one write stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutboxState {
+    /// Not (known to be) landed yet: send it, with its transaction id.
+    Pending,
+    /// Landed as this event.
+    Sent(OwnedEventId),
+    /// Refused by the homeserver for good, with its reason.
+    Failed(String),
+}
+
+/// One write's row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxRow {
     pub txn_id: String,
-    pub state: String,
-    pub event_id: Option<String>,
-    pub error: Option<String>,
+    pub state: OutboxState,
 }
 
 impl Store {
-    /// The write `seq` of turn `turn_id`, creating it (state `pending`, with `txn_id`) if
-    /// it is new. A resumed turn gets the row it made before the crash.
-    pub async fn outbox_claim(
-        &self,
-        txn_id: &str,
-        turn_id: i64,
-        seq: i64,
-        room_id: &str,
-        sender: &str,
-        now: i64,
-    ) -> Result<OutboxRow> {
+    /// The write `w`, creating it (pending, with `w.txn_id`) if it is new. A resumed turn
+    /// gets the row it made before the crash, with that row's transaction id.
+    pub async fn outbox_claim(&self, w: &NewWrite<'_>, now: i64) -> Result<OutboxRow> {
         sqlx::query(
             "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at) VALUES (?, ?, ?, ?, ?, ?)
              ON CONFLICT (turn_id, seq) DO NOTHING",
         )
-        .bind(txn_id)
-        .bind(turn_id)
-        .bind(seq)
-        .bind(room_id)
-        .bind(sender)
+        .bind(w.txn_id)
+        .bind(w.turn)
+        .bind(w.seq)
+        .bind(w.room.as_str())
+        .bind(w.sender.as_str())
         .bind(now)
         .execute(&self.pool)
         .await?;
         let row = sqlx::query("SELECT txn_id, state, event_id, error FROM outbox WHERE turn_id = ? AND seq = ?")
-            .bind(turn_id)
-            .bind(seq)
+            .bind(w.turn)
+            .bind(w.seq)
             .fetch_one(&self.pool)
             .await?;
-        Ok(OutboxRow {
-            txn_id: row.try_get("txn_id")?,
-            state: row.try_get("state")?,
-            event_id: row.try_get("event_id")?,
-            error: row.try_get("error")?,
-        })
+        let state: String = row.try_get("state")?;
+        let state = match (state.as_str(), opt_id(&row, "event_id")?) {
+            ("sent", Some(event_id)) => OutboxState::Sent(event_id),
+            ("failed", _) => OutboxState::Failed(row.try_get::<Option<String>, _>("error")?.unwrap_or_default()),
+            _ => OutboxState::Pending,
+        };
+        Ok(OutboxRow { txn_id: row.try_get("txn_id")?, state })
     }
 
     /// Counts an attempt at a write.
@@ -60,9 +73,9 @@ impl Store {
     }
 
     /// Records that a write landed as `event_id`.
-    pub async fn outbox_sent(&self, txn_id: &str, event_id: &str) -> Result<()> {
+    pub async fn outbox_sent(&self, txn_id: &str, event_id: &ruma::EventId) -> Result<()> {
         sqlx::query("UPDATE outbox SET state = 'sent', event_id = ?, error = NULL WHERE txn_id = ?")
-            .bind(event_id)
+            .bind(event_id.as_str())
             .bind(txn_id)
             .execute(&self.pool)
             .await?;

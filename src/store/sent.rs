@@ -1,19 +1,20 @@
 //! `sent_messages`: what each persona sent (ownership for edits) and the edit pace.
 
+use ruma::{EventId, OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
 use serde_json::Value;
 use sqlx::Row;
 
-use super::{Result, Store};
+use super::{Result, Store, id, opt_id};
 
 /// A message a persona sent.
 #[derive(Debug, Clone)]
 pub struct SentMessage {
-    pub event_id: String,
-    pub room_id: String,
-    pub sender: String,
-    pub thread_root: Option<String>,
+    pub event_id: OwnedEventId,
+    pub room_id: OwnedRoomId,
+    pub sender: OwnedUserId,
+    pub thread_root: Option<OwnedEventId>,
     /// For an edit: the original message it replaced.
-    pub replaces: Option<String>,
+    pub replaces: Option<OwnedEventId>,
     pub content: Value,
     pub edits: i64,
 }
@@ -21,12 +22,12 @@ pub struct SentMessage {
 /// A message to record as sent.
 #[derive(Debug, Clone, Copy)]
 pub struct NewSent<'a> {
-    pub event_id: &'a str,
-    pub room_id: &'a str,
-    pub sender: &'a str,
-    pub thread_root: Option<&'a str>,
+    pub event_id: &'a EventId,
+    pub room_id: &'a RoomId,
+    pub sender: &'a UserId,
+    pub thread_root: Option<&'a EventId>,
     /// For an edit: the original message.
-    pub replaces: Option<&'a str>,
+    pub replaces: Option<&'a EventId>,
     pub content: &'a Value,
     pub sent_at: i64,
     /// The earliest time of the next write to the message.
@@ -40,11 +41,11 @@ impl Store {
             "INSERT INTO sent_messages (event_id, room_id, sender, thread_root, replaces, content, sent_at, next_edit_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
         )
-        .bind(m.event_id)
-        .bind(m.room_id)
-        .bind(m.sender)
-        .bind(m.thread_root)
-        .bind(m.replaces)
+        .bind(m.event_id.as_str())
+        .bind(m.room_id.as_str())
+        .bind(m.sender.as_str())
+        .bind(m.thread_root.map(EventId::as_str))
+        .bind(m.replaces.map(EventId::as_str))
         .bind(m.content.to_string())
         .bind(m.sent_at)
         .bind(m.next_edit_at)
@@ -54,19 +55,19 @@ impl Store {
     }
 
     /// The message `event_id` if a persona of ours sent it.
-    pub async fn sent_message(&self, event_id: &str) -> Result<Option<SentMessage>> {
+    pub async fn sent_message(&self, event_id: &EventId) -> Result<Option<SentMessage>> {
         let row = sqlx::query("SELECT event_id, room_id, sender, thread_root, replaces, content, edits FROM sent_messages WHERE event_id = ?")
-            .bind(event_id)
+            .bind(event_id.as_str())
             .fetch_optional(&self.pool)
             .await?;
         row.map(|r| {
             let content: String = r.try_get("content")?;
             Ok(SentMessage {
-                event_id: r.try_get("event_id")?,
-                room_id: r.try_get("room_id")?,
-                sender: r.try_get("sender")?,
-                thread_root: r.try_get("thread_root")?,
-                replaces: r.try_get("replaces")?,
+                event_id: id(&r, "event_id")?,
+                room_id: id(&r, "room_id")?,
+                sender: id(&r, "sender")?,
+                thread_root: opt_id(&r, "thread_root")?,
+                replaces: opt_id(&r, "replaces")?,
                 content: serde_json::from_str(&content)?,
                 edits: r.try_get("edits")?,
             })
@@ -75,14 +76,14 @@ impl Store {
     }
 
     /// Whether `sender` posted in the thread rooted at `root` (or is its root's author).
-    pub async fn posted_in_thread(&self, room_id: &str, root: &str, sender: &str) -> Result<bool> {
+    pub async fn posted_in_thread(&self, room_id: &RoomId, root: &EventId, sender: &UserId) -> Result<bool> {
         let row = sqlx::query(
             "SELECT 1 FROM sent_messages WHERE room_id = ? AND sender = ? AND (thread_root = ? OR event_id = ?) LIMIT 1",
         )
-        .bind(room_id)
-        .bind(sender)
-        .bind(root)
-        .bind(root)
+        .bind(room_id.as_str())
+        .bind(sender.as_str())
+        .bind(root.as_str())
+        .bind(root.as_str())
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.is_some())
@@ -94,8 +95,8 @@ impl Store {
     /// when `sender` did not send the message.
     pub async fn reserve_edit_slot(
         &self,
-        event_id: &str,
-        sender: &str,
+        event_id: &EventId,
+        sender: &UserId,
         now: i64,
         interval: i64,
     ) -> Result<Option<i64>> {
@@ -105,8 +106,8 @@ impl Store {
         )
         .bind(now)
         .bind(interval)
-        .bind(event_id)
-        .bind(sender)
+        .bind(event_id.as_str())
+        .bind(sender.as_str())
         .fetch_optional(&self.pool)
         .await?;
         row.map(|r| Ok(r.try_get("slot")?)).transpose()
@@ -115,11 +116,11 @@ impl Store {
     /// After a write to the message landed at `done_at`: the next may not come before
     /// `done_at + interval` (the homeserver stamps the write somewhere before `done_at`),
     /// and the stored content becomes `content`.
-    pub async fn edit_landed(&self, event_id: &str, content: &Value, done_at: i64, interval: i64) -> Result<()> {
+    pub async fn edit_landed(&self, event_id: &EventId, content: &Value, done_at: i64, interval: i64) -> Result<()> {
         sqlx::query("UPDATE sent_messages SET next_edit_at = MAX(next_edit_at, ?), content = ? WHERE event_id = ?")
             .bind(done_at + interval)
             .bind(content.to_string())
-            .bind(event_id)
+            .bind(event_id.as_str())
             .execute(&self.pool)
             .await?;
         Ok(())

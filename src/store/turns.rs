@@ -1,19 +1,21 @@
 //! `turns`: one row per LLM turn, and the claim of the events it answers.
 
+use ruma::{OwnedRoomId, OwnedUserId, RoomId, UserId};
 use sqlx::Row;
 
-use super::{Result, Store, StoredEvent};
+use super::{Result, Store, StoredEvent, id};
 
 /// A turn that was started (and, if found at start-up, cut short).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnRow {
     pub id: i64,
-    pub room_id: String,
-    pub persona: String,
-    pub asker: String,
+    pub room_id: OwnedRoomId,
+    pub persona: OwnedUserId,
+    pub asker: OwnedUserId,
 }
 
-/// What a finished turn records.
+/// What a finished turn records. `outcome` is the turn's `Outcome` as text (the turn
+/// stage owns that type; the store only keeps it).
 #[derive(Debug, Clone, Default)]
 pub struct TurnRecord {
     pub outcome: String,
@@ -24,13 +26,20 @@ pub struct TurnRecord {
 
 impl Store {
     /// Starts a turn answering the events `seqs` (claimed by it in the same transaction).
-    pub async fn start_turn(&self, room_id: &str, persona: &str, asker: &str, seqs: &[i64], now: i64) -> Result<i64> {
+    pub async fn start_turn(
+        &self,
+        room_id: &RoomId,
+        persona: &UserId,
+        asker: &UserId,
+        seqs: &[i64],
+        now: i64,
+    ) -> Result<TurnRow> {
         let mut tx = self.pool.begin().await?;
         let id: i64 =
             sqlx::query("INSERT INTO turns (room_id, persona, asker, started_at) VALUES (?, ?, ?, ?) RETURNING id")
-                .bind(room_id)
-                .bind(persona)
-                .bind(asker)
+                .bind(room_id.as_str())
+                .bind(persona.as_str())
+                .bind(asker.as_str())
                 .bind(now)
                 .fetch_one(&mut *tx)
                 .await?
@@ -39,24 +48,24 @@ impl Store {
             sqlx::query("UPDATE events SET turn_id = ? WHERE seq = ?").bind(id).bind(seq).execute(&mut *tx).await?;
         }
         tx.commit().await?;
-        Ok(id)
+        Ok(TurnRow { id, room_id: room_id.to_owned(), persona: persona.to_owned(), asker: asker.to_owned() })
     }
 
     /// A turn of this room that was started but never finished (a crash), with the events
     /// it claimed.
-    pub async fn unfinished_turn(&self, room_id: &str) -> Result<Option<(TurnRow, Vec<StoredEvent>)>> {
+    pub async fn unfinished_turn(&self, room_id: &RoomId) -> Result<Option<(TurnRow, Vec<StoredEvent>)>> {
         let row = sqlx::query(
             "SELECT id, room_id, persona, asker FROM turns WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1",
         )
-        .bind(room_id)
+        .bind(room_id.as_str())
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let turn = TurnRow {
             id: row.try_get("id")?,
-            room_id: row.try_get("room_id")?,
-            persona: row.try_get("persona")?,
-            asker: row.try_get("asker")?,
+            room_id: id(&row, "room_id")?,
+            persona: id(&row, "persona")?,
+            asker: id(&row, "asker")?,
         };
         let rows = sqlx::query(
             "SELECT seq, event_id, room_id, sender, event_type, state_key, origin_ts, event, processed
@@ -90,11 +99,11 @@ impl Store {
     }
 
     /// Finished turns of a room: (outcome, rounds, prompt tokens, completion tokens).
-    pub async fn turn_outcomes(&self, room_id: &str) -> Result<Vec<(String, i64, i64, i64)>> {
+    pub async fn turn_outcomes(&self, room_id: &RoomId) -> Result<Vec<(String, i64, i64, i64)>> {
         let rows = sqlx::query(
             "SELECT outcome, rounds, prompt_tokens, completion_tokens FROM turns WHERE room_id = ? AND state = 'done' ORDER BY id",
         )
-        .bind(room_id)
+        .bind(room_id.as_str())
         .fetch_all(&self.pool)
         .await?;
         rows.iter()

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::blocks::Rich;
 
 pub use plan::{MAX_FALLBACK, plan};
-pub use specs::{EXAMPLE_CALL, RoomChoices, ToolSpec, prompt_line, tool_specs};
+pub use specs::{EXAMPLE_CALL, RoomChoices, prompt_line, tool_specs};
 
 /// Tool names.
 pub const RICH_SEND: &str = "rich_send";
@@ -76,8 +76,14 @@ pub enum ToolErrorCode {
     NotOwner,
     /// The `room` argument names a room the call may not post in.
     RoomNotAllowed,
-    /// The homeserver refused the send for good.
+    /// The homeserver refused the write for good (the reason says why); sending the same
+    /// again will fail again.
     SendFailed,
+    /// The homeserver could not be reached through the retries: a temporary failure, the
+    /// same call may succeed later.
+    HomeserverUnavailable,
+    /// richbot itself failed (its database, a corrupt record); not the call's fault.
+    Internal,
 }
 
 impl std::fmt::Display for ToolErrorCode {

@@ -2,19 +2,12 @@
 //! system-prompt line that says when to use them. The block list in the description is
 //! generated from the catalogue, so it never drifts from what `plan` accepts.
 
-use serde::Serialize;
+use ruma::OwnedRoomId;
 use serde_json::{Value, json};
 
 use super::{MAX_FALLBACK, RICH_EDIT, RICH_SEND};
+use crate::agent::ToolSpec;
 use crate::blocks::CATALOGUE;
-
-/// One tool as offered to the model (OpenAI function-tool shape).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: String,
-    pub parameters: Value,
-}
 
 /// What the `room` argument may name in the current context.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,7 +15,7 @@ pub struct RoomChoices {
     /// Whether the current chat is already the asker's DM (then `dm` means this chat).
     pub in_dm: bool,
     /// Other rooms both the asker and the persona are joined to: (room id, name).
-    pub shared: Vec<(String, String)>,
+    pub shared: Vec<(OwnedRoomId, String)>,
 }
 
 /// A complete, valid `rich_send` call, shown to the model in the description (and tested
@@ -38,8 +31,9 @@ pub fn prompt_line() -> &'static str {
      When a rich message already said it all, end your turn with exactly [no reply]."
 }
 
-/// The tool specs for the current context.
-pub fn tool_specs(rooms: &RoomChoices) -> Vec<ToolSpec> {
+/// The tool specs for the current context; `edit_interval_ms` is the configured pace of
+/// writes to one message, which the `rich_edit` description states.
+pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
     let room = room_schema(rooms);
     let payload = json!({
         "description": "The block payload: {\"v\": 1, \"blocks\": [1-8 blocks]} (an object, or a JSON string of one).",
@@ -70,11 +64,7 @@ pub fn tool_specs(rooms: &RoomChoices) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: RICH_EDIT,
-            description:
-                "Replace the content of a rich message you sent earlier (use the event_id rich_send returned; \
-                          always the original message, never an edit). Give the full new payload and fallback. \
-                          Edits of one message are paced 2.5 s apart; a faster edit waits for its slot."
-                    .to_owned(),
+            description: edit_description(edit_interval_ms),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -88,6 +78,21 @@ pub fn tool_specs(rooms: &RoomChoices) -> Vec<ToolSpec> {
             }),
         },
     ]
+}
+
+fn edit_description(interval_ms: u64) -> String {
+    format!(
+        "Replace the content of a rich message you sent earlier (use the event_id rich_send returned; \
+         always the original message, never an edit). Give the full new payload and fallback. \
+         Edits of one message are paced {} s apart; a faster edit waits for its slot.",
+        seconds(interval_ms)
+    )
+}
+
+/// `2500` -> `2.5`, `3000` -> `3`.
+fn seconds(ms: u64) -> String {
+    let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn send_description() -> String {
@@ -117,9 +122,23 @@ fn room_schema(rooms: &RoomChoices) -> Value {
         description.push_str("; or one of these rooms you share with them:");
         for (id, name) in &rooms.shared {
             description.push_str(&format!(" {id} ({name});"));
-            choices.push(json!(id));
+            choices.push(json!(id.as_str()));
         }
     }
     description.push('.');
     json!({"type": "string", "enum": choices, "description": description})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_edit_description_states_the_configured_pace() {
+        for (ms, said) in [(2500, "paced 2.5 s apart"), (3000, "paced 3 s apart"), (250, "paced 0.25 s apart")] {
+            let specs = tool_specs(&RoomChoices::default(), ms);
+            let edit = specs.iter().find(|s| s.name == RICH_EDIT).expect("rich_edit");
+            assert!(edit.description.contains(said), "{ms}: {}", edit.description);
+        }
+    }
 }

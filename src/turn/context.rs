@@ -5,52 +5,61 @@
 //! presses are spelled out. Edits are applied: a message edited by its sender appears in
 //! its latest form, and the edit events themselves do not appear.
 
+use std::collections::HashMap;
+
+use ruma::{EventId, UserId};
 use serde_json::Value;
 
-use super::triggers::Trigger;
+use super::Scope;
 use crate::agent::Message;
+use crate::relation::Relation;
 use crate::store::StoredEvent;
 
-/// Where the turn happens and for whom.
+/// The prompt's parts around the scope.
 #[derive(Debug, Clone)]
 pub struct Situation<'a> {
-    pub persona_id: &'a str,
+    pub scope: &'a Scope,
     pub display_name: &'a str,
     pub system_prompt: &'a str,
     pub tools_line: &'a str,
-    pub is_dm: bool,
-    pub room_id: &'a str,
-    pub asker: &'a str,
     pub now_ms: i64,
-    /// The thread the turn answers in, if any.
-    pub thread_root: Option<&'a str>,
     /// Characters of history at most.
     pub budget: usize,
 }
 
+/// A button pressed by reacting: the reaction `key` on the persona's `message`, which
+/// matched the button labelled `label`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Press {
+    pub key: String,
+    pub label: String,
+    pub message: ruma::OwnedEventId,
+}
+
 /// Builds the conversation. `history` is the room's messages in order (including the
 /// triggering ones); `presses` the button presses (reactions) that started the turn.
-pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Trigger]) -> Vec<Message> {
-    let place = if s.is_dm {
-        format!("a direct chat with {}", s.asker)
+pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Press]) -> Vec<Message> {
+    let scope = s.scope;
+    let place = if scope.is_dm {
+        format!("a direct chat with {}", scope.asker)
     } else {
-        format!("the group room {} (answer the person who addressed you)", s.room_id)
+        format!("the group room {} (answer the person who addressed you)", scope.room)
     };
     let system = format!(
         "{}\n\n{}\n\nYou are {} ({}), in {place}. Asked by: {}. Now: {}.{}",
         s.system_prompt,
         s.tools_line,
         s.display_name,
-        s.persona_id,
-        s.asker,
+        scope.persona,
+        scope.asker,
         rfc3339(s.now_ms),
-        s.thread_root.map(|r| format!(" This conversation is the thread rooted at {r}.")).unwrap_or_default(),
+        scope.thread.as_ref().map(|r| format!(" This conversation is the thread rooted at {r}.")).unwrap_or_default(),
     );
     let edits = latest_edits(history);
     let mut lines: Vec<Message> = Vec::new();
     let mut used = 0;
-    for event in history.iter().rev().filter(|e| in_scope(e, s.thread_root)) {
-        let Some(message) = as_message(event, s.persona_id, edits.get(event.event_id.as_str()).copied()) else {
+    for event in history.iter().rev().filter(|e| in_scope(e, scope.thread.as_deref())) {
+        let Some(message) = as_message(event, &scope.persona, edits.get(&*event.event_id).copied()) else {
             continue;
         };
         let len = match &message {
@@ -67,67 +76,58 @@ pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Trigger]) ->
     lines.reverse();
     let mut out = vec![Message::System(system)];
     out.extend(lines);
-    for press in presses {
-        if let Trigger::ButtonReact { key, label, message } = press {
-            out.push(Message::User(format!(
-                "{} pressed the button \"{label}\" ({key}) on your message {message}.",
-                s.asker
-            )));
-        }
+    for Press { key, label, message } in presses {
+        out.push(Message::User(format!(
+            "{} pressed the button \"{label}\" ({key}) on your message {message}.",
+            scope.asker
+        )));
     }
     out
 }
 
-fn in_scope(event: &StoredEvent, thread_root: Option<&str>) -> bool {
-    let Some(root) = thread_root else { return true };
-    let relates = event.content().get("m.relates_to");
-    event.event_id == root
-        || (relates.and_then(|r| r.get("rel_type")).and_then(Value::as_str) == Some("m.thread")
-            && relates.and_then(|r| r.get("event_id")).and_then(Value::as_str) == Some(root))
+/// Whether `event` belongs in a conversation about `thread` (everything does without one).
+fn in_scope(event: &StoredEvent, thread: Option<&EventId>) -> bool {
+    let Some(root) = thread else { return true };
+    event.event_id == root || event.relation().and_then(|r| r.thread_root().map(|t| t == root)).unwrap_or(false)
 }
 
 /// For each edited message, the body of its latest edit by the same sender.
-fn latest_edits(history: &[StoredEvent]) -> std::collections::HashMap<&str, &str> {
-    let senders: std::collections::HashMap<&str, &str> =
-        history.iter().map(|e| (e.event_id.as_str(), e.sender.as_str())).collect();
-    let mut edits = std::collections::HashMap::new();
+fn latest_edits(history: &[StoredEvent]) -> HashMap<&EventId, &str> {
+    let senders: HashMap<&EventId, &UserId> = history.iter().map(|e| (&*e.event_id, &*e.sender)).collect();
+    let mut edits = HashMap::new();
     for e in history {
-        let rel = e.content().get("m.relates_to");
-        if rel.and_then(|r| r.get("rel_type")).and_then(Value::as_str) != Some("m.replace") {
-            continue;
-        }
-        let (Some(original), Some(body)) = (
-            rel.and_then(|r| r.get("event_id")).and_then(Value::as_str),
-            e.content().get("m.new_content").and_then(|c| c.get("body")).and_then(Value::as_str),
-        ) else {
+        let Some(Relation::Replace { original }) = e.relation() else { continue };
+        let Some(body) = e.content().get("m.new_content").and_then(|c| c.get("body")).and_then(Value::as_str) else {
             continue;
         };
-        if senders.get(original) == Some(&e.sender.as_str()) {
+        if let Some((&original, &sender)) = senders.get_key_value(&*original)
+            && sender == e.sender
+        {
             edits.insert(original, body);
         }
     }
     edits
 }
 
-fn as_message(event: &StoredEvent, persona_id: &str, edited: Option<&str>) -> Option<Message> {
+fn as_message(event: &StoredEvent, persona: &UserId, edited: Option<&str>) -> Option<Message> {
     let content = event.content();
-    let rel = content.get("m.relates_to").and_then(|r| r.get("rel_type")).and_then(Value::as_str);
-    if rel == Some("m.replace") {
+    if event.relation().is_some_and(|r| r.is_edit()) {
         return None;
     }
     let body = edited.or_else(|| content.get("body").and_then(Value::as_str))?;
-    if event.sender == persona_id {
+    if event.sender == persona {
         return Some(Message::Assistant {
             text: Some(format!("{body}\n[event_id: {}]", event.event_id)),
             tool_calls: Vec::new(),
         });
     }
-    let mut line = format!("{} [{}]: {body}", event.sender, event.event_id);
+    let mut line = if event.msgtype() == Some("m.emote") {
+        format!("* {} {body}", event.sender)
+    } else {
+        format!("{} [{}]: {body}", event.sender, event.event_id)
+    };
     if let Some(id) = crate::blocks::read_used_id(content) {
         line.push_str(&format!(" (sent by pressing the button with id \"{id}\")"));
-    }
-    if content.get("msgtype").and_then(Value::as_str) == Some("m.emote") {
-        line = format!("* {} {body}", event.sender);
     }
     Some(Message::User(line))
 }
@@ -152,14 +152,15 @@ pub fn rfc3339(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ruma::{OwnedEventId, OwnedUserId, owned_room_id, owned_user_id};
     use serde_json::json;
 
     fn ev(seq: i64, sender: &str, content: Value) -> StoredEvent {
         StoredEvent {
             seq,
-            event_id: format!("$e{seq}"),
-            room_id: "!r".into(),
-            sender: sender.into(),
+            event_id: OwnedEventId::try_from(format!("$e{seq}")).expect("event id"),
+            room_id: owned_room_id!("!r"),
+            sender: OwnedUserId::try_from(sender).expect("user id"),
             event_type: "m.room.message".into(),
             state_key: None,
             origin_ts: 0,
@@ -168,17 +169,23 @@ mod tests {
         }
     }
 
-    fn situation(thread_root: Option<&'static str>, budget: usize) -> Situation<'static> {
+    fn scope(thread: Option<&str>) -> Scope {
+        Scope {
+            room: owned_room_id!("!r"),
+            persona: owned_user_id!("@bot:x"),
+            asker: owned_user_id!("@alice:x"),
+            is_dm: true,
+            thread: thread.map(|t| OwnedEventId::try_from(t).expect("event id")),
+        }
+    }
+
+    fn situation(scope: &Scope, budget: usize) -> Situation<'_> {
         Situation {
-            persona_id: "@bot:x",
+            scope,
             display_name: "Bot",
             system_prompt: "Be kind.",
             tools_line: "TOOLS",
-            is_dm: true,
-            room_id: "!r",
-            asker: "@alice:x",
             now_ms: 1_795_979_710_219,
-            thread_root,
             budget,
         }
     }
@@ -195,7 +202,7 @@ mod tests {
             ),
             ev(4, "@alice:x", json!({"msgtype": "m.text", "body": "thanks"})),
         ];
-        let msgs = build(&situation(None, 10_000), &history, &[]);
+        let msgs = build(&situation(&scope(None), 10_000), &history, &[]);
         let Message::System(system) = &msgs[0] else { panic!("system first") };
         assert!(system.starts_with("Be kind.\n\nTOOLS"));
         assert!(system.contains("a direct chat with @alice:x"));
@@ -223,7 +230,7 @@ mod tests {
             edit(4, "@bot:x", "$e2", "Tracking: shipped"),
             edit(5, "@mallory:x", "$e1", "hijacked"),
         ];
-        let msgs = build(&situation(None, 10_000), &history, &[]);
+        let msgs = build(&situation(&scope(None), 10_000), &history, &[]);
         assert_eq!(msgs.len(), 3);
         assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather in Lisbon?".into()));
         assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Tracking: shipped")));
@@ -234,7 +241,7 @@ mod tests {
         let history: Vec<StoredEvent> = (1..=50)
             .map(|i| ev(i, "@alice:x", json!({"msgtype": "m.text", "body": format!("message number {i}")})))
             .collect();
-        let msgs = build(&situation(None, 200), &history, &[]);
+        let msgs = build(&situation(&scope(None), 200), &history, &[]);
         assert!(msgs.len() < 20);
         assert_eq!(msgs.last(), Some(&Message::User("@alice:x [$e50]: message number 50".into())));
     }
@@ -253,11 +260,23 @@ mod tests {
             ev(2, "@bob:x", json!({"msgtype": "m.text", "body": "elsewhere"})),
             in_thread(3, "in thread"),
         ];
-        let press = Trigger::ButtonReact { key: "✅".into(), label: "Yes".into(), message: "$m".into() };
-        let msgs = build(&situation(Some("$e1"), 10_000), &history, &[press]);
+        let press = Press { key: "✅".into(), label: "Yes".into(), message: "$m".try_into().expect("id") };
+        let msgs = build(&situation(&scope(Some("$e1")), 10_000), &history, &[press]);
         assert_eq!(msgs.len(), 4);
         assert_eq!(msgs[2], Message::User("@alice:x [$e3]: in thread".into()));
         assert_eq!(msgs[3], Message::User("@alice:x pressed the button \"Yes\" (✅) on your message $m.".into()));
+    }
+
+    #[test]
+    fn a_button_press_keeps_its_note_in_an_emote_too() {
+        let used = |msgtype: &str| {
+            ev(1, "@alice:x", json!({"msgtype": msgtype, "body": "waves", "com.ianm.mtrix.used": {"id": "wave"}}))
+        };
+        let note = " (sent by pressing the button with id \"wave\")";
+        let text = build(&situation(&scope(None), 10_000), &[used("m.text")], &[]);
+        assert_eq!(text[1], Message::User(format!("@alice:x [$e1]: waves{note}")));
+        let emote = build(&situation(&scope(None), 10_000), &[used("m.emote")], &[]);
+        assert_eq!(emote[1], Message::User(format!("* @alice:x waves{note}")));
     }
 
     #[test]

@@ -42,7 +42,7 @@ async fn edge() -> Edge {
     let personas = richbot::personas::Personas::new(&settings, matrix, store.clone());
     let metrics = Arc::new(Metrics::default());
     let inbox = Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new()), metrics.clone());
-    let state = AppState { hs_token: Arc::from(TOKEN), inbox, personas };
+    let state = AppState::new(TOKEN, inbox, personas);
     Edge { app: router(state, LIMIT), store, metrics, _dir: dir }
 }
 
@@ -178,8 +178,14 @@ async fn a_repeated_transaction_is_stored_once_and_a_mixed_one_adds_only_the_new
     // Synapse restarted: txn ids start at 1 again, with a mix of old and new events.
     let mixed = txn(vec![event("$b"), event("$c"), json!({"no": "id"})]);
     assert_eq!(send(&e.app, "PUT", "/_matrix/app/v1/transactions/1", Some(TOKEN), mixed).await.0, StatusCode::OK);
-    let ids: Vec<String> =
-        e.store.room_events("!r:localhost").await.expect("events").into_iter().map(|e| e.event_id).collect();
+    let ids: Vec<String> = e
+        .store
+        .room_events(ruma::room_id!("!r:localhost"))
+        .await
+        .expect("events")
+        .into_iter()
+        .map(|e| e.event_id.to_string())
+        .collect();
     assert_eq!(ids, ["$a", "$b", "$c"]);
     let text = e.metrics.render();
     for line in [

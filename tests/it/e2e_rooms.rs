@@ -1,14 +1,12 @@
 //! Where answers go, against a real Synapse: threads, the `room` argument (`dm`, a shared
 //! room, a refused one), edits of edits, and the typing notice while the model thinks.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::llm::{Step, call, last_tool_result, text};
+use crate::support::{BOT, Env, user_id};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::llm::{Step, call, last_tool_result, text};
-use support::{BOT, Env};
 
 fn details(body: &str) -> Value {
     json!({"v": 1, "blocks": [{"type": "details", "summary": "Answer", "body": body}]})
@@ -64,7 +62,9 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
     assert!(sent["event_id"].is_string(), "{sent}");
 
     let store = env.store().await;
-    let dm = store.dm_room(BOT, "@alice:localhost").await.expect("query").expect("a DM was recorded");
+    let dm =
+        store.dm_room(&user_id(BOT), &user_id("@alice:localhost")).await.expect("query").expect("a DM was recorded");
+    let dm = dm.to_string();
     assert_ne!(dm, group);
     env.alice.join(&dm).await;
     let msgs = env.alice.messages_from(&dm, BOT).await;
@@ -76,8 +76,8 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
             Method::GET,
             &format!(
                 "/_matrix/client/v3/rooms/{}/state/m.room.member/{}",
-                support::enc(&dm),
-                support::enc("@alice:localhost")
+                crate::support::enc(&dm),
+                crate::support::enc("@alice:localhost")
             ),
             None,
         )

@@ -2,44 +2,23 @@
 //! that a real Synapse will not produce on demand, such as a homeserver that refuses a
 //! call after letting the persona join.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::http::{Method, StatusCode, Uri};
-use axum::response::IntoResponse;
-use axum::routing::any;
-use serde_json::{Value, json};
+use serde_json::json;
 
-type Handler = Arc<dyn Fn(&Method, &str) -> (u16, Value) + Send + Sync>;
-
-/// A stand-in homeserver answering by method and path; records what it was asked.
-async fn fake_homeserver(handler: Handler) -> (String, Arc<Mutex<Vec<String>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    let app = Router::new().fallback(any(move |method: Method, uri: Uri| {
-        let (handler, log) = (handler.clone(), log.clone());
-        async move {
-            log.lock().expect("lock").push(format!("{method} {}", uri.path()));
-            let (status, body) = handler(&method, uri.path());
-            (StatusCode::from_u16(status).expect("status"), axum::Json(body)).into_response()
-        }
-    }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
-}
+use crate::support::fake_hs::{FakeHs, Reply};
 
 #[tokio::test]
 async fn a_member_event_the_homeserver_refuses_is_recorded_done_not_retried_forever() {
-    let (hs, seen) = fake_homeserver(Arc::new(|method, path| match (method.as_str(), path) {
-        (_, p) if p.ends_with("/joined_members") => {
-            (403, json!({"errcode": "M_FORBIDDEN", "error": "You are not in this room"}))
+    let fake = FakeHs::start(|r| {
+        if r.path().ends_with("/joined_members") {
+            Reply::refused(403, "M_FORBIDDEN", "You are not in this room")
+        } else {
+            Reply::ok(json!({}))
         }
-        _ => (200, json!({})),
-    }))
+    })
     .await;
+    let hs = &fake.url;
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("reg.yaml"),
@@ -76,14 +55,14 @@ async fn a_member_event_the_homeserver_refuses_is_recorded_done_not_retried_fore
     let store = richbot::store::Store::open(&format!("sqlite://{}", db.display())).await.expect("store");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let done = store.event("$invite").await.expect("query").is_some_and(|e| e.processed);
+        let done = store.event(ruma::event_id!("$invite")).await.expect("query").is_some_and(|e| e.processed);
         if done {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "the refused member event was never finished");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let asked = seen.lock().expect("lock").clone();
+    let asked: Vec<String> = fake.requests().iter().map(|r| format!("{} {}", r.method, r.path())).collect();
     assert_eq!(
         asked.iter().filter(|r| r.ends_with("/joined_members")).count(),
         1,

@@ -2,13 +2,11 @@
 //! errors the model fixes, edit pacing and ownership, parallel rooms, crash safety and
 //! button presses.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::llm::{Step, call, last_tool_result, text};
+use crate::support::{BOT, Env, eventually};
 use serde_json::{Value, json};
-use support::llm::{Step, call, last_tool_result, text};
-use support::{BOT, Env, eventually};
 
 fn weather(temp: Value) -> Value {
     json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": temp, "unit": "C", "condition": "Sunny"}]},
@@ -259,7 +257,7 @@ async fn a_failing_llm_gets_one_honest_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_llm_that_never_answers_times_out_into_one_honest_message() {
-    let env = Env::start_with(support::Options { llm_timeout_secs: 1, ..Default::default() }).await;
+    let env = Env::start_with(crate::support::Options { llm_timeout_secs: 1, ..Default::default() }).await;
     env.llm.respond_with(|_| Step::Hang);
     let room = env.dm().await;
     env.alice.say(&room, "are you there?").await;

@@ -8,9 +8,12 @@
 //! button presses. Never: our own personas, `m.notice` (what other bots send), edits,
 //! redacted events, senders not allowed, or events older than the staleness window.
 
+use ruma::UserId;
 use serde_json::Value;
 
 use crate::blocks::{Action, read_used_id};
+use crate::relation::Relation;
+use crate::turn::Press;
 
 /// Why the bot answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,11 +24,7 @@ pub enum Trigger {
     Reply,
     Thread,
     /// A reaction matching a `react` button of the persona's message.
-    ButtonReact {
-        key: String,
-        label: String,
-        message: String,
-    },
+    ButtonReact(Press),
     /// A message sent by pressing a `send` button that had this id.
     ButtonSend {
         id: String,
@@ -33,11 +32,12 @@ pub enum Trigger {
 }
 
 /// What the caller knows about the event's room and relations.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Facts<'a> {
-    pub persona_id: &'a str,
+    pub persona_id: &'a UserId,
     pub display_name: &'a str,
     pub is_dm: bool,
+    /// The sender is one of our personas.
     pub sender_is_ours: bool,
     pub sender_allowed: bool,
     pub now_ms: i64,
@@ -61,19 +61,17 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
         return None;
     }
     let content = event.get("content")?;
-    let relates = content.get("m.relates_to");
-    let rel_type = relates.and_then(|r| r.get("rel_type")).and_then(Value::as_str);
+    let relation = Relation::read(content);
     match event.get("type").and_then(Value::as_str)? {
         "m.reaction" => {
-            let key = relates?.get("key")?.as_str()?;
-            let message = relates?.get("event_id")?.as_str()?;
+            let Some(Relation::Annotation { target, key }) = relation else { return None };
             let button =
-                facts.reacted_buttons?.iter().find(|b| matches!(&b.action, Action::React { key: k } if k == key))?;
-            Some(Trigger::ButtonReact { key: key.to_owned(), label: button.label.clone(), message: message.to_owned() })
+                facts.reacted_buttons?.iter().find(|b| matches!(&b.action, Action::React { key: k } if *k == key))?;
+            Some(Trigger::ButtonReact(Press { key, label: button.label.clone(), message: target }))
         }
         "m.room.message" => {
             let msgtype = content.get("msgtype").and_then(Value::as_str)?;
-            if !matches!(msgtype, "m.text" | "m.emote") || rel_type == Some("m.replace") {
+            if !matches!(msgtype, "m.text" | "m.emote") || relation.as_ref().is_some_and(Relation::is_edit) {
                 return None;
             }
             let body = content.get("body").and_then(Value::as_str)?;
@@ -103,12 +101,12 @@ fn mentions(content: &Value, body: &str, facts: &Facts<'_>) -> bool {
         .get("m.mentions")
         .and_then(|m| m.get("user_ids"))
         .and_then(Value::as_array)
-        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(facts.persona_id)));
+        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(facts.persona_id.as_str())));
     let body = body.to_lowercase();
-    let localpart = facts.persona_id.trim_start_matches('@').split(':').next().unwrap_or_default().to_lowercase();
+    let localpart = facts.persona_id.localpart().to_lowercase();
     let named = |name: &str| !name.is_empty() && contains_word(&body, name);
     listed
-        || body.contains(&facts.persona_id.to_lowercase())
+        || body.contains(&facts.persona_id.as_str().to_lowercase())
         || named(&facts.display_name.to_lowercase())
         || named(&localpart)
 }
@@ -126,13 +124,14 @@ fn contains_word(hay: &str, needle: &str) -> bool {
 mod tests {
     use super::*;
     use crate::blocks::Button;
+    use ruma::user_id;
     use serde_json::json;
 
     const NOW: i64 = 1_000_000_000;
 
     fn facts() -> Facts<'static> {
         Facts {
-            persona_id: "@richbot:example.org",
+            persona_id: user_id!("@richbot:example.org"),
             display_name: "Richbot",
             is_dm: false,
             sender_is_ours: false,
@@ -140,7 +139,9 @@ mod tests {
             now_ms: NOW,
             staleness_ms: 300_000,
             group_requires_mention: true,
-            ..Facts::default()
+            replies_to_persona: false,
+            in_persona_thread: false,
+            reacted_buttons: None,
         }
     }
 
@@ -205,7 +206,11 @@ mod tests {
                 "react button",
                 json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}),
                 Facts { reacted_buttons: Some(buttons), ..facts() },
-                Some(Trigger::ButtonReact { key: "✅".into(), label: "Yes".into(), message: "$m".into() }),
+                Some(Trigger::ButtonReact(Press {
+                    key: "✅".into(),
+                    label: "Yes".into(),
+                    message: "$m".try_into().expect("id"),
+                })),
             ),
             (
                 "react other key",

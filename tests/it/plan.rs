@@ -183,7 +183,7 @@ fn accepted_calls() {
 
 #[test]
 fn the_worked_example_in_the_description_is_a_valid_call() {
-    let specs = tool_specs(&RoomChoices::default());
+    let specs = tool_specs(&RoomChoices::default(), 2500);
     let send = specs.iter().find(|s| s.name == "rich_send").expect("rich_send");
     assert!(send.description.contains(EXAMPLE_CALL));
     let args: Value = serde_json::from_str(EXAMPLE_CALL).expect("example is JSON");
@@ -195,14 +195,14 @@ fn the_worked_example_in_the_description_is_a_valid_call() {
 
 #[test]
 fn schemas_are_closed_and_rooms_are_listed() {
-    let choices = RoomChoices { in_dm: false, shared: vec![("!team".into(), "Team".into())] };
-    for spec in tool_specs(&choices) {
+    let choices = RoomChoices { in_dm: false, shared: vec![(ruma::owned_room_id!("!team"), "Team".into())] };
+    for spec in tool_specs(&choices, 2500) {
         assert_eq!(spec.parameters["additionalProperties"], false, "{}", spec.name);
         let room = &spec.parameters["properties"]["room"];
         assert!(room["description"].as_str().expect("d").contains("!team (Team)"));
         assert_eq!(room["enum"], json!(["dm", "!team"]));
     }
-    let edit = tool_specs(&choices).into_iter().find(|s| s.name == "rich_edit").expect("rich_edit");
+    let edit = tool_specs(&choices, 2500).into_iter().find(|s| s.name == "rich_edit").expect("rich_edit");
     assert_eq!(edit.parameters["required"], json!(["event_id", "payload", "fallback"]));
     let prompt = richbot::tools::prompt_line();
     assert!(prompt.contains("rich_send") && prompt.contains("[no reply]"));

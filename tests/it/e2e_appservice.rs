@@ -1,12 +1,10 @@
 //! The appservice against a real Synapse: personas joining, invites declined, durability
 //! across richbot and Synapse restarts, and `richbot check`.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{BOT, Env, HELPER, eventually, room_id};
 use reqwest::Method;
-use support::{BOT, Env, HELPER, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn personas_join_on_invite_and_disallowed_invites_are_declined() {
@@ -17,7 +15,7 @@ async fn personas_join_on_invite_and_disallowed_invites_are_declined() {
     env.wait_joined(&room, HELPER).await;
 
     let helper_profile =
-        env.alice.call(Method::GET, &format!("/_matrix/client/v3/profile/{}", support::enc(HELPER)), None).await;
+        env.alice.call(Method::GET, &format!("/_matrix/client/v3/profile/{}", crate::support::enc(HELPER)), None).await;
     assert_eq!(helper_profile.1["displayname"], "Helper");
 
     let theirs = env.mallory.create_room(&[BOT], true).await;
@@ -31,8 +29,8 @@ async fn personas_join_on_invite_and_disallowed_invites_are_declined() {
                     Method::GET,
                     &format!(
                         "/_matrix/client/v3/rooms/{}/state/m.room.member/{}",
-                        support::enc(&theirs),
-                        support::enc(BOT)
+                        crate::support::enc(&theirs),
+                        crate::support::enc(BOT)
                     ),
                     None,
                 )
@@ -54,7 +52,7 @@ async fn persona_leaves_a_room_when_it_is_the_last_member() {
     eventually("the persona leaves the empty room", Duration::from_secs(20), || {
         let store = store.clone();
         let room = room.clone();
-        async move { store.joined_members(&room).await.expect("members").is_empty().then_some(()) }
+        async move { store.joined_members(&room_id(&room)).await.expect("members").is_empty().then_some(()) }
     })
     .await;
 }
@@ -74,7 +72,7 @@ async fn events_sent_while_richbot_is_down_are_stored_once_in_order() {
     env.start_bot_again().await;
     // A successful ping makes Synapse retry its queued transactions at once.
     let matrix = richbot::matrix::Client::new(&env.synapse.url, &env.synapse.as_token, Default::default());
-    matrix.ping(support::synapse::AS_ID, "after-restart").await.expect("ping both ways");
+    matrix.ping(crate::support::synapse::AS_ID, "after-restart").await.expect("ping both ways");
 
     let store = env.store().await;
     let stored = eventually("all 20 messages stored", Duration::from_secs(60), || {
@@ -83,11 +81,11 @@ async fn events_sent_while_richbot_is_down_are_stored_once_in_order() {
         let sent = sent.clone();
         async move {
             let ids: Vec<String> = store
-                .room_events(&room)
+                .room_events(&room_id(&room))
                 .await
                 .expect("events")
                 .into_iter()
-                .map(|e| e.event_id)
+                .map(|e| e.event_id.to_string())
                 .filter(|id| sent.contains(id))
                 .collect();
             (ids.len() >= 20).then_some(ids)
@@ -103,10 +101,10 @@ async fn events_sent_while_richbot_is_down_are_stored_once_in_order() {
     eventually("the event after the Synapse restart is stored", Duration::from_secs(60), || {
         let store = store.clone();
         let after = after.clone();
-        async move { store.event(&after).await.expect("event").map(|_| ()) }
+        async move { store.event(&ruma::OwnedEventId::try_from(after).expect("id")).await.expect("event").map(|_| ()) }
     })
     .await;
-    let all = store.room_events(&room).await.expect("events");
+    let all = store.room_events(&room_id(&room)).await.expect("events");
     let mut ids: Vec<&str> = all.iter().map(|e| e.event_id.as_str()).collect();
     ids.dedup();
     assert_eq!(ids.len(), all.len(), "no event stored twice");
@@ -143,7 +141,7 @@ async fn check_reports_every_part_and_names_the_failing_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persona_with_a_greeting_greets_once_when_it_joins() {
-    let opts = support::Options {
+    let opts = crate::support::Options {
         extra_toml: "[[personas]]\nlocalpart = \"rb_greeter\"\ndisplay_name = \"Greeter\"\ngreeting = \"Hello! Ask me **anything**.\"\n".into(),
         ..Default::default()
     };

@@ -1,7 +1,7 @@
 //! Test support shared by the end-to-end tests: a real Synapse, the scripted LLM, richbot
 //! itself (in-process or as the real binary), and plain-HTTP human users.
-#![allow(dead_code, unused_imports)]
 
+pub mod fake_hs;
 pub mod llm;
 pub mod synapse;
 
@@ -14,7 +14,7 @@ use reqwest::Method;
 use richbot::config::{self, Settings};
 use serde_json::{Value, json};
 
-pub use llm::{FakeLlm, Step};
+pub use llm::FakeLlm;
 pub use synapse::Synapse;
 
 /// Waits until `f` returns `Some`, polling; panics with `what` after `timeout`.
@@ -35,14 +35,12 @@ where
 
 /// A running richbot (in-process).
 pub struct Bot {
-    pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Bot {
     pub async fn start(settings: Settings, listener: tokio::net::TcpListener) -> Self {
-        let addr = listener.local_addr().expect("addr");
         let (tx, rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             richbot::run(settings, listener, async {
@@ -51,7 +49,7 @@ impl Bot {
             .await
             .expect("richbot ran");
         });
-        Self { addr, stop: Some(tx), task: Some(task) }
+        Self { stop: Some(tx), task: Some(task) }
     }
 
     /// Graceful stop; returns once the listener is closed.
@@ -68,7 +66,6 @@ impl Bot {
 /// A human user, driven over plain HTTP.
 #[derive(Clone)]
 pub struct User {
-    pub id: String,
     pub token: String,
     hs: String,
     http: reqwest::Client,
@@ -85,8 +82,7 @@ impl User {
         body["auth"] = json!({"type": "m.login.dummy", "session": session});
         let done: Value = http.post(&url).json(&body).send().await.expect("register").json().await.expect("json");
         Self {
-            id: done["user_id"].as_str().unwrap_or_else(|| panic!("registered: {done}")).to_owned(),
-            token: done["access_token"].as_str().expect("token").to_owned(),
+            token: done["access_token"].as_str().unwrap_or_else(|| panic!("registered: {done}")).to_owned(),
             hs: hs.to_owned(),
             http,
         }
@@ -265,12 +261,6 @@ impl Env {
         settings(&self.config_path)
     }
 
-    /// Stops the in-process bot and starts a new one on the same address and database.
-    pub async fn restart_bot(&mut self) {
-        self.bot.stop().await;
-        self.start_bot_again().await;
-    }
-
     pub async fn start_bot_again(&mut self) {
         let listener = tokio::net::TcpListener::bind(self.bot_addr).await.expect("rebind the bot address");
         self.bot = Bot::start(self.settings(), listener).await;
@@ -323,12 +313,22 @@ impl Env {
         eventually(&format!("{n} finished turn(s)"), Duration::from_secs(30), || {
             let store = store.clone();
             async move {
-                let t = store.turn_outcomes(room).await.expect("turns");
+                let t = store.turn_outcomes(&room_id(room)).await.expect("turns");
                 (t.len() >= n).then_some(t)
             }
         })
         .await
     }
+}
+
+/// A room id the tests got as text (from the homeserver's JSON), as the store takes it.
+pub fn room_id(room: &str) -> ruma::OwnedRoomId {
+    ruma::OwnedRoomId::try_from(room).expect("a valid room id")
+}
+
+/// A user id written in a test.
+pub fn user_id(user: &str) -> ruma::OwnedUserId {
+    ruma::OwnedUserId::try_from(user).expect("a valid user id")
 }
 
 pub fn settings(path: &std::path::Path) -> Settings {

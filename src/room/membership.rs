@@ -2,47 +2,65 @@
 //! learn the members, remember a DM, greet if configured) and declined from anyone else;
 //! membership is kept in the store; a persona leaves a room where only personas remain.
 
-use ruma::{RoomId, UserId};
+use ruma::RoomId;
 use serde_json::Value;
 
-use super::{Engine, Error};
+use super::Error;
+use super::facts::Policy;
 use crate::clock::now_ms;
 use crate::matrix;
-use crate::personas::Persona;
+use crate::outbox::{Outbox, Write, WriteId};
+use crate::personas::{Persona, Personas};
 use crate::render;
-use crate::store::{StoredEvent, TurnRecord};
+use crate::store::{Store, StoredEvent};
+use crate::turn::{Outcome, Turns};
 
-impl Engine {
-    /// Applies a member event.
-    pub(super) async fn membership(&self, event: &StoredEvent) -> Result<(), Error> {
-        let Some(target) = event.state_key.as_deref() else { return Ok(()) };
+/// Applies member events.
+#[derive(Debug, Clone)]
+pub struct Membership {
+    store: Store,
+    matrix: matrix::Client,
+    personas: Personas,
+    outbox: Outbox,
+    policy: Policy,
+}
+
+impl Membership {
+    pub fn new(store: Store, matrix: matrix::Client, personas: Personas, outbox: Outbox, policy: Policy) -> Self {
+        Self { store, matrix, personas, outbox, policy }
+    }
+
+    /// Applies a member event; `turns` records a greeting as a turn of its own.
+    pub async fn apply(&self, event: &StoredEvent, turns: &Turns) -> Result<(), Error> {
+        let Some(target) = event.state_key.as_deref().and_then(|k| ruma::UserId::parse(k).ok()) else {
+            return Ok(());
+        };
         let membership = event.content().get("membership").and_then(Value::as_str).unwrap_or("");
-        let Ok(room) = RoomId::parse(event.room_id.as_str()) else { return Ok(()) };
-        if let Some(persona) = self.personas.get(target) {
+        let room = &event.room_id;
+        if let Some(persona) = self.personas.get(&target) {
             if membership == "invite" && event.sender != target {
-                return self.invited(&room, persona, event).await;
+                return self.invited(room, persona, event, turns).await;
             }
-            self.store.set_membership(room.as_str(), target, membership).await?;
+            self.store.set_membership(room, &target, membership).await?;
             return Ok(());
         }
-        self.store.set_membership(room.as_str(), target, membership).await?;
+        self.store.set_membership(room, &target, membership).await?;
         if matches!(membership, "leave" | "ban") {
-            let joined = self.store.joined_members(room.as_str()).await?;
+            let joined = self.store.joined_members(room).await?;
             if !joined.is_empty() && joined.iter().all(|u| self.personas.get(u).is_some()) {
                 for user in joined {
-                    let Ok(user) = UserId::parse(user.as_str()) else { continue };
                     tracing::info!(%room, %user, "leaving: only personas are left in the room");
-                    self.matrix.leave(&room, &user).await?;
-                    self.store.set_membership(room.as_str(), user.as_str(), "leave").await?;
+                    self.matrix.leave(room, &user).await?;
+                    self.store.set_membership(room, &user, "leave").await?;
                 }
             }
         }
         Ok(())
     }
 
-    async fn invited(&self, room: &RoomId, persona: &Persona, event: &StoredEvent) -> Result<(), Error> {
+    async fn invited(&self, room: &RoomId, persona: &Persona, event: &StoredEvent, turns: &Turns) -> Result<(), Error> {
         let user = &persona.user_id;
-        if !self.settings.allowed(&event.sender) {
+        if !self.policy.allowed(&event.sender) {
             tracing::info!(%room, inviter = %event.sender, persona = %user, "declining an invite from a user who is not allowed");
             match self.matrix.leave(room, user).await {
                 Ok(()) | Err(matrix::Error::Refused { .. }) => {}
@@ -60,11 +78,10 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         }
-        let members: Vec<String> =
-            self.matrix.joined_members(room, user).await?.iter().map(ToString::to_string).collect();
-        self.store.set_joined_members(room.as_str(), &members).await?;
+        let members = self.matrix.joined_members(room, user).await?;
+        self.store.set_joined_members(room, &members).await?;
         if event.content().get("is_direct").and_then(Value::as_bool) == Some(true) {
-            self.store.set_dm_room(user.as_str(), &event.sender, room.as_str()).await?;
+            self.store.set_dm_room(user, &event.sender, room).await?;
         }
         tracing::info!(%room, persona = %user, inviter = %event.sender, "joined");
         if let Some(greeting) = &persona.greeting {
@@ -75,12 +92,13 @@ impl Engine {
                     return Ok(());
                 }
             };
-            let turn = self.store.start_turn(room.as_str(), user.as_str(), &event.sender, &[], now_ms()).await?;
-            let result = self.poster.send(turn, 0, room, user, &content, None).await;
-            let outcome = if result.is_ok() { "greeted" } else { "greeting_failed" };
-            self.store
-                .finish_turn(turn, &TurnRecord { outcome: outcome.into(), ..Default::default() }, now_ms())
-                .await?;
+            let turn = self.store.start_turn(room, user, &event.sender, &[], now_ms()).await?;
+            let write = Write { id: WriteId { turn: turn.id, seq: 0 }, room, persona: user };
+            let outcome = match self.outbox.send(&write, &content, None).await {
+                Ok(_) => Outcome::Greeted,
+                Err(e) => Outcome::GreetingFailed(e.to_string()),
+            };
+            turns.finish(&turn, outcome, Default::default()).await?;
         }
         Ok(())
     }

@@ -11,31 +11,32 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ruma::OwnedRoomId;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use super::Engine;
+use super::worker::Worker;
 
 /// How often rooms are looked at without a wake-up (retries after failures).
 const TICK: Duration = Duration::from_secs(3);
 
-pub async fn run(engine: Arc<Engine>, wake: Arc<Notify>, cap: usize) {
-    let mut busy: HashSet<String> = HashSet::new();
+pub async fn run(worker: Arc<Worker>, wake: Arc<Notify>, cap: usize) {
+    let mut busy: HashSet<OwnedRoomId> = HashSet::new();
     let mut workers: JoinSet<()> = JoinSet::new();
-    let mut rooms_of: HashMap<tokio::task::Id, String> = HashMap::new();
+    let mut rooms_of: HashMap<tokio::task::Id, OwnedRoomId> = HashMap::new();
     loop {
-        match engine.store.rooms_with_pending().await {
+        match worker.rooms_with_pending().await {
             Ok(rooms) => {
                 for room in rooms {
                     if busy.len() >= cap {
                         break;
                     }
                     if busy.insert(room.clone()) {
-                        let engine = engine.clone();
+                        let worker = worker.clone();
                         let name = room.clone();
                         let handle = workers.spawn(async move {
-                            if let Err(e) = engine.drain_room(&room).await {
-                                tracing::warn!(room, error = %e, "room handling failed; will retry");
+                            if let Err(e) = worker.drain(&room).await {
+                                tracing::warn!(%room, error = %e, "room handling failed; will retry");
                             }
                         });
                         rooms_of.insert(handle.id(), name);

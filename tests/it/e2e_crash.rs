@@ -2,14 +2,12 @@
 //! tool call was posted but before the turn was recorded done; after a restart the turn
 //! resumes and the message is not posted twice.
 
-mod support;
-
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::support::llm::{Step, call, last_tool_result, text};
+use crate::support::{BOT, Env, eventually};
 use serde_json::json;
-use support::llm::{Step, call, last_tool_result, text};
-use support::{BOT, Env, eventually};
 
 async fn spawn_serve(env: &Env) -> tokio::process::Child {
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))

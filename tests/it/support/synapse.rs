@@ -18,7 +18,6 @@ pub struct Synapse {
     pub port: u16,
     pub dir: PathBuf,
     pub as_token: String,
-    pub hs_token: String,
     pub registration: PathBuf,
     child: Option<Child>,
 }
@@ -110,8 +109,7 @@ impl Synapse {
             .status()
             .expect("generate_signing_key");
         assert!(status.success());
-        let mut s =
-            Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, hs_token, registration, child: None };
+        let mut s = Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, registration, child: None };
         s.launch();
         s
     }

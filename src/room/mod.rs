@@ -1,0 +1,67 @@
+//! The room stage: what happens to a room's events once they are in the inbox.
+//!
+//! - `scheduler`: one worker per room with pending events, rooms in parallel up to a cap.
+//! - `worker`: drains one room in arrival order: resumes a turn a crash cut short, applies
+//!   member events, triages messages and reactions, and hands each persona's batch to
+//!   the turn stage.
+//! - `facts`: the store lookups triage needs (membership, our sent messages, threads).
+//! - `triggers`: the pure decision "does this event start a turn, and why".
+//! - `membership`: invites, joins, leaves, greetings.
+//!
+//! Nothing here calls the LLM; everything that does is in `turn`.
+
+mod facts;
+mod membership;
+mod scheduler;
+pub mod triggers;
+mod worker;
+
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use crate::matrix;
+use crate::outbox::Outbox;
+use crate::personas::{self, Personas};
+use crate::store::{self, Store};
+use crate::turn::Turns;
+
+pub use facts::Policy;
+
+/// A failure that leaves the room's batch pending, to be retried.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("store: {0}")]
+    Store(#[from] store::Error),
+    #[error("homeserver: {0}")]
+    Matrix(#[from] matrix::Error),
+    #[error("persona: {0}")]
+    Persona(#[from] personas::Error),
+}
+
+/// What the room stage is built from.
+#[derive(Debug)]
+pub struct Deps {
+    worker: Arc<worker::Worker>,
+}
+
+impl Deps {
+    pub fn new(
+        store: Store,
+        matrix: matrix::Client,
+        personas: Personas,
+        outbox: Outbox,
+        turns: Turns,
+        policy: Policy,
+    ) -> Self {
+        let triage = facts::Triage::new(store.clone(), personas.clone(), policy.clone());
+        let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
+        Self { worker: Arc::new(worker::Worker::new(store, triage, membership, turns)) }
+    }
+
+    /// Runs the scheduler until the task is dropped: woken by `wake`, at most `cap` rooms
+    /// at once.
+    pub async fn run(self, wake: Arc<Notify>, cap: usize) {
+        scheduler::run(self.worker, wake, cap).await;
+    }
+}

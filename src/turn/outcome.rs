@@ -1,0 +1,112 @@
+//! How a turn ended: one enum, stored in `turns.outcome` as text (`answered`,
+//! `llm_failed: <reason>`) and read back with a fallible `FromStr`, so a kind is spelled in
+//! one place and metrics count by [`Outcome::kind`].
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The model's answer was posted (as text, or through its tools).
+    Answered,
+    /// The model chose not to answer in text (`[no reply]`, or nothing after its tools).
+    NoReply,
+    /// The model kept calling tools past the round limit; the person was told.
+    MaxRounds,
+    /// The LLM failed for good; the person was told.
+    LlmFailed(String),
+    /// The answer could not be posted (refused, unavailable, or too large).
+    PostFailed(String),
+    /// The turn's persona is no longer configured.
+    PersonaRemoved,
+    /// A persona greeted the room it joined.
+    Greeted,
+    /// The greeting could not be posted.
+    GreetingFailed(String),
+}
+
+impl Outcome {
+    /// The kind without its detail: what metrics count by.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Answered => "answered",
+            Outcome::NoReply => "no_reply",
+            Outcome::MaxRounds => "max_rounds",
+            Outcome::LlmFailed(_) => "llm_failed",
+            Outcome::PostFailed(_) => "post_failed",
+            Outcome::PersonaRemoved => "persona_removed",
+            Outcome::Greeted => "greeted",
+            Outcome::GreetingFailed(_) => "greeting_failed",
+        }
+    }
+
+    fn detail(&self) -> Option<&str> {
+        match self {
+            Outcome::LlmFailed(d) | Outcome::PostFailed(d) | Outcome::GreetingFailed(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.detail() {
+            Some(detail) => write!(f, "{}: {detail}", self.kind()),
+            None => f.write_str(self.kind()),
+        }
+    }
+}
+
+/// A stored outcome that is not one this version knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown turn outcome \"{0}\"")]
+pub struct UnknownOutcome(pub String);
+
+impl FromStr for Outcome {
+    type Err = UnknownOutcome;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (kind, detail) = match s.split_once(": ") {
+            Some((k, d)) => (k, d.to_owned()),
+            None => (s, String::new()),
+        };
+        Ok(match kind {
+            "answered" => Outcome::Answered,
+            "no_reply" => Outcome::NoReply,
+            "max_rounds" => Outcome::MaxRounds,
+            "llm_failed" => Outcome::LlmFailed(detail),
+            "post_failed" => Outcome::PostFailed(detail),
+            "persona_removed" => Outcome::PersonaRemoved,
+            "greeted" => Outcome::Greeted,
+            "greeting_failed" => Outcome::GreetingFailed(detail),
+            _ => return Err(UnknownOutcome(s.to_owned())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_round_trip_through_their_text() {
+        let all = [
+            Outcome::Answered,
+            Outcome::NoReply,
+            Outcome::MaxRounds,
+            Outcome::LlmFailed("LLM request failed: timed out: a: b".into()),
+            Outcome::PostFailed("M_FORBIDDEN (403): no".into()),
+            Outcome::PersonaRemoved,
+            Outcome::Greeted,
+            Outcome::GreetingFailed("homeserver unavailable: 502".into()),
+        ];
+        for outcome in all {
+            let text = outcome.to_string();
+            assert!(text.starts_with(outcome.kind()), "{text}");
+            assert_eq!(text.parse::<Outcome>(), Ok(outcome));
+        }
+        assert_eq!("exploded".parse::<Outcome>(), Err(UnknownOutcome("exploded".into())));
+        assert_eq!("llm_failed: x".parse::<Outcome>().map(|o| o.kind()), Ok("llm_failed"));
+    }
+}

@@ -1,0 +1,157 @@
+//! Runs the model's tool calls for one turn: parse the arguments, `plan` them, settle the
+//! target room (`targets`, the sandbox), check ownership for edits, render the content,
+//! and write through the outbox. Every failure becomes a tool result
+//! `{"error", "code", "path"}` the model can act on, with a code that says whose fault it
+//! is: the call's, the homeserver's (for good, or for now), or richbot's.
+
+use ruma::EventId;
+use serde_json::{Value, json};
+
+use super::{Scope, targets};
+use crate::agent::{ToolCall, ToolRunner};
+use crate::blocks::WriterKey;
+use crate::metrics::Metrics;
+use crate::outbox::{self, Outbox, Write, WriteId};
+use crate::render::{self, Relation};
+use crate::store::Store;
+use crate::tools::{RichCall, RoomTarget, ToolError, ToolErrorCode, plan};
+
+/// One turn's tool runner.
+pub struct Runner<'a> {
+    store: &'a Store,
+    outbox: &'a Outbox,
+    metrics: &'a Metrics,
+    key: WriterKey,
+    scope: &'a Scope,
+    turn: i64,
+    /// The next write's number within the turn (shared with the final answer).
+    seq: i64,
+}
+
+impl<'a> Runner<'a> {
+    pub fn new(
+        store: &'a Store,
+        outbox: &'a Outbox,
+        metrics: &'a Metrics,
+        key: WriterKey,
+        scope: &'a Scope,
+        turn: i64,
+    ) -> Self {
+        Self { store, outbox, metrics, key, scope, turn, seq: 0 }
+    }
+
+    /// The id the turn's next write (its final answer) takes.
+    pub fn next_write(&self) -> WriteId {
+        WriteId { turn: self.turn, seq: self.seq }
+    }
+}
+
+impl ToolRunner for Runner<'_> {
+    async fn run(&mut self, call: &ToolCall) -> String {
+        match self.execute(call).await {
+            Ok(v) => {
+                self.metrics.tool_call(&call.name, "ok");
+                if let Some(waited) = v.get("waited_ms").and_then(Value::as_u64) {
+                    Metrics::add(&self.metrics.edit_wait_ms, waited);
+                }
+                v.to_string()
+            }
+            Err(e) => {
+                tracing::info!(tool = %call.name, code = %e.code, error = %e.error, "tool call refused");
+                self.metrics.tool_call(&call.name, &e.code.to_string());
+                e.to_result()
+            }
+        }
+    }
+}
+
+impl Runner<'_> {
+    async fn execute(&mut self, call: &ToolCall) -> Result<Value, ToolError> {
+        let args: Value = if call.arguments.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&call.arguments).map_err(|e| {
+                ToolError::new(
+                    ToolErrorCode::InvalidArguments,
+                    format!("arguments are not valid JSON ({e}); send one JSON object"),
+                )
+            })?
+        };
+        let planned = plan(&call.name, &args)?;
+        let id = self.next_write();
+        self.seq += 1;
+        let scope = self.scope;
+        match planned {
+            RichCall::Send { payload, fallback, reply_to, thread, room } => {
+                let room = targets::resolve(self.store, self.outbox, scope, &room).await?;
+                let here_thread = if room == scope.room { scope.thread.as_deref() } else { None };
+                let thread = thread.as_deref().or(here_thread);
+                let math = payload.find_math();
+                let relation = Relation { reply_to: reply_to.as_deref(), thread };
+                let content = render::message(&fallback, Some(&payload.to_value()), self.key, &math, relation)
+                    .map_err(render_error)?;
+                let write = Write { id, room: &room, persona: &scope.persona };
+                let event_id = self.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
+                Ok(json!({"event_id": event_id}))
+            }
+            RichCall::Edit { event_id, payload, fallback, room } => {
+                let sent = self.store.sent_message(&event_id).await.map_err(internal)?;
+                let sent = sent.filter(|m| m.sender == scope.persona).ok_or_else(|| {
+                    ToolError::at(
+                        ToolErrorCode::NotOwner,
+                        "event_id",
+                        format!("{event_id} is not a message you sent; you can only edit your own messages"),
+                    )
+                })?;
+                // An edit of an edit is aimed at the original.
+                let original: &EventId = sent.replaces.as_deref().unwrap_or(&event_id);
+                if room != RoomTarget::Here
+                    && targets::resolve(self.store, self.outbox, scope, &room).await? != sent.room_id
+                {
+                    return Err(ToolError::at(
+                        ToolErrorCode::RoomNotAllowed,
+                        "room",
+                        "that message is in another room; leave \"room\" out to edit it where it is",
+                    ));
+                }
+                let math = payload.find_math();
+                let content = render::edit(original, &fallback, Some(&payload.to_value()), self.key, &math)
+                    .map_err(render_error)?;
+                let write = Write { id, room: &sent.room_id, persona: &scope.persona };
+                let (id, waited) = self.outbox.edit(&write, original, &content).await.map_err(outbox_error)?;
+                Ok(json!({"event_id": id, "edited": original, "waited_ms": waited}))
+            }
+        }
+    }
+}
+
+fn render_error(e: render::Error) -> ToolError {
+    match e {
+        render::Error::TooLarge(_) => ToolError::new(ToolErrorCode::TooLarge, e.to_string()),
+        render::Error::Numbers(b) => ToolError::at(ToolErrorCode::InvalidPayload, b.path.clone(), b.to_string()),
+    }
+}
+
+fn outbox_error(e: outbox::Error) -> ToolError {
+    match e {
+        outbox::Error::NotOwner => ToolError::at(
+            ToolErrorCode::NotOwner,
+            "event_id",
+            "not a message you sent; you can only edit your own messages",
+        ),
+        outbox::Error::Refused(reason) => {
+            ToolError::new(ToolErrorCode::SendFailed, format!("the homeserver refused the message: {reason}"))
+        }
+        outbox::Error::Unavailable(reason) => ToolError::new(
+            ToolErrorCode::HomeserverUnavailable,
+            format!("the homeserver is unavailable ({reason}); try again later"),
+        ),
+        outbox::Error::Store(e) => internal(e),
+    }
+}
+
+/// An error inside richbot: logged in full, told to the model without internals.
+pub(super) fn internal(e: impl std::fmt::Display) -> ToolError {
+    tracing::error!(error = %e, "tool call failed inside richbot");
+    ToolError::new(ToolErrorCode::Internal, "richbot could not complete the call because of an internal error")
+}

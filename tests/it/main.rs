@@ -1,0 +1,17 @@
+//! The integration tests, as one binary so `support` compiles once: the block catalogue,
+//! `plan`, the CLI, the store, the HTTP edge, the homeserver client, the pipeline against a
+//! stand-in homeserver, and end to end against a real Synapse (`e2e_*`).
+
+mod support;
+
+mod blocks;
+mod cli;
+mod e2e_appservice;
+mod e2e_crash;
+mod e2e_rooms;
+mod e2e_turn;
+mod edge;
+mod matrix_retry;
+mod pipeline;
+mod plan;
+mod store;

@@ -1,0 +1,166 @@
+//! Store queries on a fresh SQLite file: the invariants the pipeline leans on (turns claim
+//! and finish their events atomically, a crashed turn is found again, an outbox claim is
+//! idempotent, edit slots are never shared), and environment overrides of the config.
+
+use richbot::store::{NewEvent, NewWrite, OutboxState, Store, TurnRecord};
+use ruma::{event_id, room_id, user_id};
+use serde_json::json;
+
+async fn store() -> (Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = Store::open(&format!("sqlite://{}", dir.path().join("t.db").display())).await.expect("open");
+    (s, dir)
+}
+
+#[tokio::test]
+async fn concurrent_edit_slots_are_spaced_and_never_shared() {
+    let (s, _d) = store().await;
+    let content = json!({});
+    let sent = richbot::store::NewSent {
+        event_id: event_id!("$m"),
+        room_id: room_id!("!r"),
+        sender: user_id!("@bot:x"),
+        thread_root: None,
+        replaces: None,
+        content: &content,
+        sent_at: 1_000,
+        next_edit_at: 3_500,
+    };
+    s.record_sent(&sent).await.expect("sent");
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            s.reserve_edit_slot(event_id!("$m"), user_id!("@bot:x"), 1_000, 2_500).await.expect("slot").expect("owner")
+        }));
+    }
+    let mut slots = Vec::new();
+    for t in tasks {
+        slots.push(t.await.expect("task"));
+    }
+    slots.sort_unstable();
+    let want: Vec<i64> = (0..10).map(|i| 3_500 + i * 2_500).collect();
+    assert_eq!(slots, want);
+    assert_eq!(
+        s.reserve_edit_slot(event_id!("$m"), user_id!("@other:x"), 0, 2_500).await.expect("query"),
+        None,
+        "not the owner"
+    );
+    assert_eq!(
+        s.reserve_edit_slot(event_id!("$nope"), user_id!("@bot:x"), 0, 2_500).await.expect("query"),
+        None,
+        "unknown message"
+    );
+    // A landed write pushes the next slot past its completion time.
+    s.edit_landed(event_id!("$m"), &json!({}), 100_000, 2_500).await.expect("landed");
+    assert_eq!(s.reserve_edit_slot(event_id!("$m"), user_id!("@bot:x"), 0, 2_500).await.expect("q"), Some(102_500));
+}
+
+fn message(id: &str, room: &str) -> NewEvent {
+    NewEvent {
+        event_id: id.try_into().expect("event id"),
+        room_id: room.try_into().expect("room id"),
+        sender: user_id!("@alice:x").to_owned(),
+        event_type: "m.room.message".into(),
+        state_key: None,
+        origin_ts: 1,
+        event: json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": id}}).to_string(),
+    }
+}
+
+#[tokio::test]
+async fn a_turn_claims_its_events_and_finishing_it_marks_them_processed_together() {
+    let (s, _d) = store().await;
+    let room = room_id!("!r:x");
+    let new = s.insert_events(&[message("$a", "!r:x"), message("$b", "!r:x"), message("$a", "!r:x")], 1).await;
+    assert_eq!(new.expect("insert"), 2, "an event id is stored once");
+    assert_eq!(s.rooms_with_pending().await.expect("rooms"), [room.to_owned()]);
+    let pending = s.pending_events(room).await.expect("pending");
+    let first = pending[0].seq;
+    let turn = s.start_turn(room, user_id!("@bot:x"), user_id!("@alice:x"), &[first], 10).await.expect("turn");
+
+    // Claimed by the running turn: no longer pending, but found again as its events.
+    let left: Vec<_> = s.pending_events(room).await.expect("pending").into_iter().map(|e| e.event_id).collect();
+    assert_eq!(left, [event_id!("$b").to_owned()]);
+    let (found, events) = s.unfinished_turn(room).await.expect("query").expect("the running turn");
+    assert_eq!(found, turn);
+    assert_eq!(events.iter().map(|e| e.event_id.as_str()).collect::<Vec<_>>(), ["$a"]);
+    assert!(!events[0].processed);
+
+    let record = TurnRecord { outcome: "answered".into(), rounds: 2, prompt_tokens: 5, completion_tokens: 3 };
+    s.finish_turn(turn.id, &record, 20).await.expect("finish");
+    assert!(s.unfinished_turn(room).await.expect("query").is_none(), "a finished turn is not resumed");
+    assert!(s.event(event_id!("$a")).await.expect("query").expect("stored").processed);
+    assert_eq!(s.turn_outcomes(room).await.expect("outcomes"), [("answered".to_owned(), 2, 5, 3)]);
+    s.mark_processed(&[s.pending_events(room).await.expect("pending")[0].seq]).await.expect("mark");
+    assert!(s.rooms_with_pending().await.expect("rooms").is_empty());
+}
+
+#[tokio::test]
+async fn an_outbox_claim_is_idempotent_and_keeps_its_first_transaction_id() {
+    let (s, _d) = store().await;
+    let (room, bot) = (room_id!("!r:x"), user_id!("@bot:x"));
+    let write = |txn_id| NewWrite { txn_id, turn: 7, seq: 0, room, sender: bot };
+    let first = s.outbox_claim(&write("rb.i.7.0"), 1).await.expect("claim");
+    assert_eq!((first.txn_id.as_str(), &first.state), ("rb.i.7.0", &OutboxState::Pending));
+    // A resumed turn claims the same write (even with another candidate id): same row.
+    let again = s.outbox_claim(&write("rb.other.7.0"), 2).await.expect("claim");
+    assert_eq!(again, first);
+    s.outbox_attempt("rb.i.7.0").await.expect("attempt");
+    s.outbox_sent("rb.i.7.0", event_id!("$landed")).await.expect("sent");
+    let done = s.outbox_claim(&write("rb.i.7.0"), 3).await.expect("claim");
+    assert_eq!(done.state, OutboxState::Sent(event_id!("$landed").to_owned()));
+
+    let refused = NewWrite { txn_id: "rb.i.7.1", turn: 7, seq: 1, room, sender: bot };
+    s.outbox_claim(&refused, 4).await.expect("claim");
+    s.outbox_failed("rb.i.7.1", "M_FORBIDDEN (403): no").await.expect("failed");
+    let row = s.outbox_claim(&refused, 5).await.expect("claim");
+    assert_eq!(row.state, OutboxState::Failed("M_FORBIDDEN (403): no".into()));
+}
+
+#[tokio::test]
+async fn reopening_keeps_the_instance_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let a = Store::open(&url).await.expect("open").instance_id().await.expect("id");
+    let b = Store::open(&url).await.expect("open").instance_id().await.expect("id");
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 10);
+}
+
+#[test]
+fn environment_overrides_config_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("reg.yaml"), "id: r\nurl: null\nas_token: a\nhs_token: h\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:example\\.org'}]\n").expect("reg");
+    let toml = "[homeserver]\nurl = \"http://hs\"\nserver_name = \"example.org\"\n[appservice]\nregistration = \"reg.yaml\"\n[llm]\nbase_url = \"http://llm/v1\"\nmodel = \"a\"\n";
+    let env = vec![
+        ("RICHBOT__LLM__MODEL".to_owned(), "b".to_owned()),
+        ("RICHBOT__BOT__MAX_PARALLEL_ROOMS".to_owned(), "3".to_owned()),
+        ("RICHBOT__PERSONAS__0__LOCALPART".to_owned(), "rb_x".to_owned()),
+        ("OPENAI_API_KEY".to_owned(), "sk-env".to_owned()),
+    ];
+    let s = richbot::config::from_str(toml, "c.toml".as_ref(), dir.path(), env).expect("valid");
+    assert_eq!(s.config.llm.model, "b");
+    assert_eq!(s.config.bot.max_parallel_rooms, 3);
+    assert_eq!(s.personas[0].localpart, "rb_x");
+    assert_eq!(s.api_key.as_deref(), Some("sk-env"));
+    assert!(s.allowed("@anyone:example.org") && !s.allowed("@eve:evil.org"), "default: this homeserver only");
+    assert!(!format!("{:?}", s.config.llm).contains("sk-"), "secrets are not printed");
+    let everything = format!("{s:?}");
+    assert!(
+        !everything.contains("sk-env") && !everything.contains("hs_token") && !everything.contains("as_token"),
+        "{everything}"
+    );
+
+    let bad = richbot::config::from_str(
+        toml,
+        "c.toml".as_ref(),
+        dir.path(),
+        vec![("RICHBOT__PERSONAS__0__LOCALPART".to_owned(), "mallory".to_owned())],
+    );
+    let msg = bad.expect_err("outside the namespace").to_string();
+    assert!(
+        msg.starts_with("personas[0].localpart: @mallory:example.org is outside the registration's user namespace"),
+        "{msg}"
+    );
+}
