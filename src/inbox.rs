@@ -11,6 +11,9 @@
 
 use std::sync::Arc;
 
+use ruma::events::AnyTimelineEvent;
+use ruma::serde::Raw;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -48,7 +51,7 @@ impl Inbox {
     }
 
     /// Commits a transaction's events; idempotent. Returns once they are durable.
-    pub async fn accept(&self, txn_id: &str, events: Vec<Value>) -> Result<Accepted, store::Error> {
+    pub async fn accept(&self, txn_id: &str, events: Vec<Raw<AnyTimelineEvent>>) -> Result<Accepted, store::Error> {
         let total = events.len() as u64;
         let parsed: Vec<NewEvent> = events.into_iter().filter_map(|e| to_new_event(txn_id, e)).collect();
         let malformed = total - parsed.len() as u64;
@@ -66,21 +69,39 @@ impl Inbox {
     }
 }
 
-/// The event's ids as ruma types; an event without a valid `event_id`, `room_id`,
-/// `sender` or `type` cannot be answered or deduplicated, and is counted malformed.
-fn to_new_event(txn_id: &str, event: Value) -> Option<NewEvent> {
-    let field = |k: &str| event.get(k).and_then(Value::as_str).map(str::to_owned);
-    let (Some(event_id), Some(room_id), Some(sender), Some(event_type)) =
-        (id(&event, "event_id"), id(&event, "room_id"), id(&event, "sender"), field("type"))
-    else {
-        tracing::warn!(txn_id, "skipping a malformed event (needs a valid event_id, room_id, sender and type)");
-        return None;
-    };
-    let origin_ts = event.get("origin_server_ts").and_then(Value::as_i64).unwrap_or_else(now_ms);
-    let state_key = field("state_key");
-    Some(NewEvent { event_id, room_id, sender, event_type, state_key, origin_ts, event: event.to_string() })
+/// The fields the inbox indexes an event by. Ids are read as text and parsed after, so an
+/// event with a bad id is counted malformed rather than failing this read.
+#[derive(Deserialize)]
+struct Head {
+    event_id: Option<String>,
+    room_id: Option<String>,
+    sender: Option<String>,
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+    state_key: Option<Value>,
+    origin_server_ts: Option<Value>,
 }
 
-fn id<T: TryFrom<String>>(event: &Value, key: &str) -> Option<T> {
-    T::try_from(event.get(key)?.as_str()?.to_owned()).ok()
+/// The event's ids as ruma types; an event without a valid `event_id`, `room_id`,
+/// `sender` or `type` cannot be answered or deduplicated, and is counted malformed.
+fn to_new_event(txn_id: &str, event: Raw<AnyTimelineEvent>) -> Option<NewEvent> {
+    let parsed = event.deserialize_as_unchecked::<Head>().ok().and_then(|head| {
+        Some(NewEvent {
+            event_id: id(head.event_id)?,
+            room_id: id(head.room_id)?,
+            sender: id(head.sender)?,
+            event_type: head.event_type?,
+            state_key: head.state_key.and_then(|k| k.as_str().map(str::to_owned)),
+            origin_ts: head.origin_server_ts.and_then(|t| t.as_i64()).unwrap_or_else(now_ms),
+            event: event.into_json().get().to_owned(),
+        })
+    });
+    if parsed.is_none() {
+        tracing::warn!(txn_id, "skipping a malformed event (needs a valid event_id, room_id, sender and type)");
+    }
+    parsed
+}
+
+fn id<T: TryFrom<String>>(s: Option<String>) -> Option<T> {
+    T::try_from(s?).ok()
 }

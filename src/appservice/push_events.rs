@@ -4,35 +4,61 @@
 //! Validates, commits the events to the inbox, answers `{}`. Nothing else: no homeserver
 //! or LLM call happens here, so the homeserver is never held up (a slow or failed answer
 //! puts it into exponential back-off). A storage failure answers 503 so it retries.
+//!
+//! The body is read as ruma's wire shape, `events: [Raw<AnyTimelineEvent>]`: each event
+//! stays the JSON text it came as (no value tree is built, nothing is re-serialized), and
+//! an odd event is the inbox's to count as malformed, not a reason to refuse the rest.
 
 use axum::Json;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use ruma::events::AnyTimelineEvent;
+use ruma::serde::Raw;
+use serde::Deserialize;
+use serde_json::json;
 
-use super::{ApiError, AppState, error::json_object};
+use super::{ApiError, AppState};
+
+/// The transaction body. `ephemeral` / `de.sorunome.msc2409.*` (typing, receipts) are
+/// accepted and not needed, so they are not read.
+#[derive(Deserialize)]
+struct Body {
+    events: Option<Vec<Raw<AnyTimelineEvent>>>,
+}
 
 pub async fn push_events(
     State(state): State<AppState>,
     Path(txn_id): Path<String>,
     body: Result<bytes::Bytes, BytesRejection>,
 ) -> Response {
-    let mut body = match json_object(body) {
-        Ok(b) => b,
+    let events = match read(body) {
+        Ok(events) => events,
         Err(e) => return e.into_response(),
     };
-    let events = match body.remove("events") {
-        Some(Value::Array(events)) => events,
-        None => return ApiError::BadJson("\"events\" is required").into_response(),
-        Some(_) => return ApiError::BadJson("\"events\" must be an array").into_response(),
-    };
-    // `ephemeral` / `de.sorunome.msc2409.*` (typing, receipts) are accepted and not needed.
     match state.inbox.accept(&txn_id, events).await {
         Ok(_) => Json(json!({})).into_response(),
         Err(e) => {
             tracing::error!(txn_id, error = %e, "could not store a transaction; the homeserver will retry it");
             ApiError::Unavailable.into_response()
         }
+    }
+}
+
+/// The events of a transaction body; size, JSON and shape errors become Matrix errors.
+fn read(body: Result<bytes::Bytes, BytesRejection>) -> Result<Vec<Raw<AnyTimelineEvent>>, ApiError> {
+    let bytes =
+        body.map_err(
+            |e| if e.status() == StatusCode::PAYLOAD_TOO_LARGE { ApiError::TooLarge } else { ApiError::NotJson },
+        )?;
+    match serde_json::from_slice::<Body>(&bytes) {
+        Ok(Body { events: Some(events) }) => Ok(events),
+        Ok(Body { events: None }) => Err(ApiError::BadJson("\"events\" is required")),
+        Err(e) if e.is_data() && bytes.trim_ascii_start().first() == Some(&b'{') => {
+            Err(ApiError::BadJson("\"events\" must be an array"))
+        }
+        Err(e) if e.is_data() => Err(ApiError::BadJson("Request body must be a JSON object")),
+        Err(_) => Err(ApiError::NotJson),
     }
 }

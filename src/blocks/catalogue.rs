@@ -5,7 +5,7 @@
 //! Caps not stated by upstream are ours (see the contract): strings ≤ 4,000 characters,
 //! long text ≤ 16,000.
 
-use super::check::Extra;
+use super::rules::{self, Extra};
 
 /// Most characters in a `str` field.
 pub const MAX_STR: usize = 4_000;
@@ -167,7 +167,7 @@ pub static CATALOGUE: &[BlockSpec] = &[
             opt("caption", Kind::Str),
         ],
         strict: false,
-        extra: Some(super::check::table_cells),
+        extra: Some(rules::table_cells),
     },
     BlockSpec {
         name: "chart",
@@ -180,7 +180,7 @@ pub static CATALOGUE: &[BlockSpec] = &[
             opt("unit", Kind::Str),
         ],
         strict: false,
-        extra: Some(super::check::chart_series),
+        extra: Some(rules::chart_series),
     },
     BlockSpec {
         name: "sources",
@@ -368,7 +368,7 @@ pub static CATALOGUE: &[BlockSpec] = &[
             opt("submit", Kind::Line(80)),
         ],
         strict: false,
-        extra: Some(super::check::form_options),
+        extra: Some(rules::form_options),
     },
     BlockSpec {
         name: "stream",

@@ -1,28 +1,16 @@
 //! The engine that checks a block against its catalogue row. It walks the row's field
-//! kinds; the few rules that span fields are small functions named in the row (`extra`).
+//! kinds; the few rules that span fields are small functions named in the row (`extra`,
+//! in `rules.rs`).
 
 use serde_json::{Map, Value};
 
 use super::catalogue::{BlockSpec, Field, Kind, MAX_STR, MAX_TEXT};
 use super::error::{index, join};
 use super::numbers::{MAX_SAFE_INT, is_decimal_string};
-
-/// A cross-field rule: gets the block object and the block's path.
-pub type Extra = fn(&Map<String, Value>, &str) -> Result<(), Failure>;
-
-/// An error before it is attributed to a block: a path and a message.
-#[derive(Debug)]
-pub struct Failure {
-    pub path: String,
-    pub message: String,
-}
+use super::rules::{Failure, cut, is_button_id, is_date_time, is_mxc};
 
 fn fail<T>(path: &Path<'_>, message: impl Into<String>) -> Result<T, Failure> {
     Err(Failure { path: path.render(), message: message.into() })
-}
-
-fn fail_at<T>(path: &str, message: impl Into<String>) -> Result<T, Failure> {
-    Err(Failure { path: path.to_owned(), message: message.into() })
 }
 
 /// A JSON path built lazily: rendered only when a check fails, so a valid payload costs
@@ -228,110 +216,4 @@ fn describe(value: &Value) -> &'static str {
 
 fn quoted(options: &[&str]) -> String {
     options.iter().map(|o| format!("\"{o}\"")).collect::<Vec<_>>().join(", ")
-}
-
-/// Cuts `s` to at most `max` characters (for echoing model input back in errors).
-pub fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_owned(),
-    }
-}
-
-/// `mxc://server/id`: both parts non-empty, no whitespace, no further slash in the id.
-pub fn is_mxc(s: &str) -> bool {
-    s.strip_prefix("mxc://").and_then(|rest| rest.split_once('/')).is_some_and(|(server, id)| {
-        !server.is_empty() && !id.is_empty() && !id.contains('/') && !s.contains(char::is_whitespace)
-    })
-}
-
-/// 1-64 characters of `[A-Za-z0-9_.:-]` (the upstream button-id syntax).
-pub fn is_button_id(s: &str) -> bool {
-    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
-}
-
-/// ISO 8601 date-time: `YYYY-MM-DDTHH:MM[:SS[.fff]][Z|±HH:MM]`.
-pub fn is_date_time(s: &str) -> bool {
-    let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r.clone()).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|d| d.parse::<u32>().ok()).unwrap_or(99);
-    if b.len() < 16 || !digits(0..4) || b[4] != b'-' || !digits(5..7) || b[7] != b'-' || !digits(8..10) {
-        return false;
-    }
-    if !matches!(b[10], b'T' | b't' | b' ') || !digits(11..13) || b[13] != b':' || !digits(14..16) {
-        return false;
-    }
-    if !(1..=12).contains(&num(5..7)) || !(1..=31).contains(&num(8..10)) || num(11..13) > 23 || num(14..16) > 59 {
-        return false;
-    }
-    let mut i = 16;
-    if b.get(i) == Some(&b':') {
-        if !digits(i + 1..i + 3) || num(i + 1..i + 3) > 60 {
-            return false;
-        }
-        i += 3;
-        if b.get(i) == Some(&b'.') {
-            let start = i + 1;
-            i = start;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            if i == start {
-                return false;
-            }
-        }
-    }
-    match &b[i..] {
-        [] | [b'Z'] | [b'z'] => true,
-        [b'+' | b'-', ..] => {
-            let rest = &s[i + 1..];
-            rest.len() == 5 && digits(i + 1..i + 3) && rest.as_bytes()[2] == b':' && digits(i + 4..i + 6)
-        }
-        _ => false,
-    }
-}
-
-/// table: an array row has at most as many cells as there are columns.
-pub fn table_cells(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
-    let columns = block.get("columns").and_then(Value::as_array).map_or(0, Vec::len);
-    let rows = block.get("rows").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    for (i, row) in rows.iter().enumerate() {
-        if let Value::Array(cells) = row
-            && cells.len() > columns
-        {
-            return fail_at(
-                &index(&join(path, "rows"), i),
-                format!("has {} cells but there are {columns} columns", cells.len()),
-            );
-        }
-    }
-    Ok(())
-}
-
-/// chart: `series` is either one series of numbers (≤ 500) or 1-8 named series objects.
-pub fn chart_series(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
-    let series = block.get("series").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let objects = series.iter().filter(|s| s.is_object()).count();
-    if objects > 0 && objects != series.len() {
-        return fail_at(
-            &join(path, "series"),
-            "must be all numbers (one series) or all {\"name\", \"values\"} objects, not a mix",
-        );
-    }
-    if objects > 8 {
-        return fail_at(&join(path, "series"), format!("at most 8 series (got {objects})"));
-    }
-    Ok(())
-}
-
-/// form: `select` and `multi` fields need `options`.
-pub fn form_options(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {
-    let fields = block.get("fields").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    for (i, field) in fields.iter().enumerate() {
-        let kind = field.get("kind").and_then(Value::as_str);
-        if matches!(kind, Some("select" | "multi")) && field.get("options").is_none() {
-            return fail_at(&index(&join(path, "fields"), i), "a select or multi field needs \"options\": [\"...\"]");
-        }
-    }
-    Ok(())
 }

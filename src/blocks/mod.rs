@@ -16,17 +16,19 @@ mod catalogue;
 mod check;
 mod error;
 mod keys;
+mod load;
 mod numbers;
+mod rules;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use catalogue::{BlockSpec, CATALOGUE, Kind, MAX_STR, MAX_TEXT, names, spec};
-pub use check::{cut, is_button_id, is_date_time, is_mxc};
 pub use error::BlockError;
 pub use keys::{KEY_MTRIX, KEY_MXBLOCKS, READ_ORDER, WriterKey, read_payload, read_used_id};
 pub use numbers::{MAX_SAFE_INT, canonicalize, has_float, is_decimal_string};
+pub use rules::{cut, is_button_id, is_date_time, is_mxc};
 
 /// Most blocks in one payload.
 pub const MAX_BLOCKS: usize = 8;
@@ -69,34 +71,10 @@ pub enum Action {
     Send { body: String },
 }
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    v: Option<Value>,
-    #[serde(borrow)]
-    blocks: Option<Vec<&'a RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct BlockHead {
-    #[serde(rename = "type")]
-    ty: Option<Value>,
-    v: Option<Value>,
-}
-
 impl Rich {
     /// Loads a payload leniently from JSON text (unknown blocks kept byte-for-byte).
     pub fn parse(text: &str) -> Result<Self, BlockError> {
-        let envelope: Envelope<'_> = serde_json::from_str(text).map_err(|e| {
-            BlockError::at("", format!("payload must be a JSON object {{\"v\": 1, \"blocks\": [...]}} ({e})"))
-        })?;
-        match envelope.v {
-            Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
-            Some(v) => return Err(BlockError::at("v", format!("unsupported payload version {v} (expected 1)"))),
-            None => return Err(BlockError::at("v", "missing; a payload is {\"v\": 1, \"blocks\": [...]}")),
-        }
-        let raw_blocks = envelope.blocks.ok_or_else(|| BlockError::at("blocks", "missing; give 1-8 blocks"))?;
-        let blocks = raw_blocks.into_iter().enumerate().map(|(i, raw)| load_block(i, raw)).collect::<Result<_, _>>()?;
-        Ok(Self { blocks })
+        load::from_text(text).map(|blocks| Self { blocks })
     }
 
     /// Loads a payload leniently from a JSON value.
@@ -116,19 +94,7 @@ impl Rich {
 
     /// Loads a payload leniently from an owned JSON value.
     fn from_owned(value: Value) -> Result<Self, BlockError> {
-        let Value::Object(mut map) = value else {
-            return Err(BlockError::at("", "payload must be a JSON object {\"v\": 1, \"blocks\": [...]}"));
-        };
-        match map.get("v") {
-            Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
-            Some(v) => return Err(BlockError::at("v", format!("unsupported payload version {v} (expected 1)"))),
-            None => return Err(BlockError::at("v", "missing; a payload is {\"v\": 1, \"blocks\": [...]}")),
-        }
-        let Some(Value::Array(raw_blocks)) = map.remove("blocks") else {
-            return Err(BlockError::at("blocks", "missing; give 1-8 blocks"));
-        };
-        let blocks = raw_blocks.into_iter().enumerate().map(|(i, b)| load_owned(i, b)).collect::<Result<_, _>>()?;
-        Ok(Self { blocks })
+        load::from_value(value).map(|blocks| Self { blocks })
     }
 
     /// Strict validation: what a sender may emit.
@@ -265,53 +231,4 @@ fn check_size(size: usize) -> Result<(), BlockError> {
         ));
     }
     Ok(())
-}
-
-fn not_a_block(i: usize) -> BlockError {
-    BlockError::at(format!("blocks[{i}]"), "each block must be an object with a string \"type\"")
-}
-
-/// A block's type and version from its head: `Some(spec)` when it is a known type at
-/// version 1 (a missing `v` means 1), `None` when it is to be kept as an unknown block.
-fn classify(
-    i: usize,
-    ty: Option<&Value>,
-    v: Option<&Value>,
-) -> Result<(String, Option<u64>, Option<&'static BlockSpec>), BlockError> {
-    let Some(Value::String(ty)) = ty else { return Err(not_a_block(i)) };
-    let version = match v {
-        None => None,
-        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
-        Some(_) => {
-            return Err(BlockError::at(
-                format!("blocks[{i}].v"),
-                "block version must be a positive integer (or left out for 1)",
-            ));
-        }
-    };
-    let known = spec(ty).filter(|_| matches!(version, None | Some(1)));
-    Ok((ty.clone(), version, known))
-}
-
-fn load_owned(i: usize, block: Value) -> Result<Block, BlockError> {
-    let Value::Object(fields) = block else { return Err(not_a_block(i)) };
-    match classify(i, fields.get("type"), fields.get("v"))? {
-        (_, _, Some(spec)) => Ok(Block::Known { spec, fields }),
-        (ty, version, None) => {
-            let text = serde_json::to_string(&fields).map_err(|_| not_a_block(i))?;
-            let raw = RawValue::from_string(text).map_err(|_| not_a_block(i))?;
-            Ok(Block::Unknown { ty, version, raw })
-        }
-    }
-}
-
-fn load_block(i: usize, raw: &RawValue) -> Result<Block, BlockError> {
-    let head: BlockHead = serde_json::from_str(raw.get()).map_err(|_| not_a_block(i))?;
-    match classify(i, head.ty.as_ref(), head.v.as_ref())? {
-        (_, _, Some(spec)) => {
-            let fields: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| not_a_block(i))?;
-            Ok(Block::Known { spec, fields })
-        }
-        (ty, version, None) => Ok(Block::Unknown { ty, version, raw: raw.to_owned() }),
-    }
 }

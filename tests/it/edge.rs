@@ -187,12 +187,22 @@ async fn a_repeated_transaction_is_stored_once_and_a_mixed_one_adds_only_the_new
         .map(|e| e.event_id.to_string())
         .collect();
     assert_eq!(ids, ["$a", "$b", "$c"]);
+    // Odd events are counted, not a reason to refuse the rest: a bad id, a non-object.
+    let mut bad_room = event("$d");
+    bad_room["room_id"] = json!("not a room id");
+    let mut bad_sender = event("$e");
+    bad_sender["sender"] = json!(42);
+    let odd = txn(vec![bad_room, bad_sender, json!("just a string"), event("$f")]);
+    assert_eq!(send(&e.app, "PUT", "/_matrix/app/v1/transactions/2", Some(TOKEN), odd).await.0, StatusCode::OK);
+    let stored = e.store.room_events(ruma::room_id!("!r:localhost")).await.expect("events");
+    assert_eq!(stored.last().map(|e| e.event_id.as_str()), Some("$f"));
+    assert_eq!(stored.len(), 4);
     let text = e.metrics.render();
     for line in [
-        "richbot_transactions_total 3",
-        "richbot_events_stored_total 3",
+        "richbot_transactions_total 4",
+        "richbot_events_stored_total 4",
         "richbot_events_duplicate_total 3",
-        "richbot_events_malformed_total 1",
+        "richbot_events_malformed_total 4",
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
     }

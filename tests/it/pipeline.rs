@@ -1,12 +1,81 @@
 //! The pipeline with the homeserver faked (unit-level, as the style guide allows): outcomes
 //! that a real Synapse will not produce on demand, such as a homeserver that refuses a
-//! call after letting the persona join.
+//! call after letting the persona join, or one that rate-limits a send past the retries.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::json;
+use richbot::store::Store;
+use serde_json::{Value, json};
 
 use crate::support::fake_hs::{FakeHs, Reply};
+use crate::support::llm::{call, last_tool_result, text};
+use crate::support::{FakeLlm, eventually};
+
+/// richbot, in-process, against a stand-in homeserver at `hs` and an LLM at `llm`; one
+/// persona `@richbot:x`, and `@alice:x` allowed.
+struct Bot {
+    addr: SocketAddr,
+    store: Store,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), richbot::Error>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Bot {
+    async fn start(hs: &str, llm: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("reg.yaml"),
+            "id: r\nurl: null\nas_token: as\nhs_token: hs\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:x'}]\n",
+        )
+        .expect("reg");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let db = format!("sqlite://{}", dir.path().join("bot.db").display());
+        let toml = format!(
+            "[homeserver]\nurl = \"{hs}\"\nserver_name = \"x\"\n[appservice]\nregistration = \"reg.yaml\"\nlisten = \"{addr}\"\n\
+             [database]\nurl = \"{db}\"\n[llm]\nbase_url = \"{llm}\"\nmodel = \"m\"\n[access]\nallow = [\"@alice:x\"]\n",
+        );
+        let settings =
+            richbot::config::from_str(&toml, "c.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(richbot::run(settings, listener, async {
+            let _ = stopped.await;
+        }));
+        // Serving starts after the database is migrated: open it only then.
+        eventually("richbot serves", Duration::from_secs(10), || async move {
+            reqwest::get(format!("http://{addr}/health")).await.ok().filter(|r| r.status().is_success())
+        })
+        .await;
+        let store = Store::open(&db).await.expect("store");
+        Self { addr, store, stop: Some(stop), task, _dir: dir }
+    }
+
+    /// Pushes one transaction of `events`, as the homeserver would.
+    async fn push(&self, txn: &str, events: Vec<Value>) {
+        let resp = reqwest::Client::new()
+            .put(format!("http://{}/_matrix/app/v1/transactions/{txn}", self.addr))
+            .bearer_auth("hs")
+            .json(&json!({"events": events}))
+            .send()
+            .await
+            .expect("push");
+        assert_eq!(resp.status(), 200);
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.task.await.expect("join").expect("ran");
+    }
+}
+
+fn invite() -> Value {
+    json!({"event_id": "$invite", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.member",
+        "state_key": "@richbot:x", "origin_server_ts": 1, "content": {"membership": "invite", "is_direct": true}})
+}
 
 #[tokio::test]
 async fn a_member_event_the_homeserver_refuses_is_recorded_done_not_retried_forever() {
@@ -18,50 +87,14 @@ async fn a_member_event_the_homeserver_refuses_is_recorded_done_not_retried_fore
         }
     })
     .await;
-    let hs = &fake.url;
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("reg.yaml"),
-        "id: r\nurl: null\nas_token: as\nhs_token: hs\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:x'}]\n",
-    )
-    .expect("reg");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let db = dir.path().join("bot.db");
-    let toml = format!(
-        "[homeserver]\nurl = \"{hs}\"\nserver_name = \"x\"\n[appservice]\nregistration = \"reg.yaml\"\nlisten = \"{addr}\"\n\
-         [database]\nurl = \"sqlite://{}\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n[access]\nallow = [\"@alice:x\"]\n",
-        db.display()
-    );
-    let settings =
-        richbot::config::from_str(&toml, "c.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(richbot::run(settings, listener, async {
-        let _ = stopped.await;
-    }));
-
-    let invite = json!({"events": [{"event_id": "$invite", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.member",
-        "state_key": "@richbot:x", "origin_server_ts": 1, "content": {"membership": "invite"}}]});
-    let client = reqwest::Client::new();
-    let resp = client
-        .put(format!("http://{addr}/_matrix/app/v1/transactions/1"))
-        .bearer_auth("hs")
-        .json(&invite)
-        .send()
-        .await
-        .expect("push");
-    assert_eq!(resp.status(), 200);
-
-    let store = richbot::store::Store::open(&format!("sqlite://{}", db.display())).await.expect("store");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let done = store.event(ruma::event_id!("$invite")).await.expect("query").is_some_and(|e| e.processed);
-        if done {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the refused member event was never finished");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let bot = Bot::start(&fake.url, "http://127.0.0.1:9/v1").await;
+    bot.push("1", vec![invite()]).await;
+    let store = bot.store.clone();
+    eventually("the refused member event is finished", Duration::from_secs(20), || {
+        let store = store.clone();
+        async move { store.event(ruma::event_id!("$invite")).await.expect("query").filter(|e| e.processed) }
+    })
+    .await;
     let asked: Vec<String> = fake.requests().iter().map(|r| format!("{} {}", r.method, r.path())).collect();
     assert_eq!(
         asked.iter().filter(|r| r.ends_with("/joined_members")).count(),
@@ -69,6 +102,94 @@ async fn a_member_event_the_homeserver_refuses_is_recorded_done_not_retried_fore
         "asked once, not in a loop: {asked:?}"
     );
     assert!(asked.iter().any(|r| r == "POST /_matrix/client/v3/rooms/%21room%3Ax/join"), "{asked:?}");
-    let _ = stop.send(());
-    bot.await.expect("join").expect("ran");
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn the_model_is_told_whether_a_failed_send_may_work_later_or_never() {
+    // The turn's first write is rate-limited past every retry (a temporary failure), the
+    // second is refused for good, the final answer lands.
+    let fake = FakeHs::start(|r| {
+        let path = r.path();
+        if path.ends_with("/joined_members") {
+            Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}))
+        } else if path.contains("/send/m.room.message/") && path.ends_with(".0") {
+            Reply::rate_limited(1)
+        } else if path.contains("/send/m.room.message/") && path.ends_with(".1") {
+            Reply::refused(403, "M_FORBIDDEN", "You are not allowed to send here")
+        } else if path.contains("/send/") {
+            Reply::ok(json!({"event_id": "$answer"}))
+        } else {
+            Reply::ok(json!({}))
+        }
+    })
+    .await;
+    let llm = FakeLlm::start().await;
+    let weather = json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": 21}]},
+        "fallback": "Lisbon 21 °C"});
+    llm.script([call("rich_send", weather.clone()), call("rich_send", weather), text("Lisbon is at 21 °C.")]);
+    let bot = Bot::start(&fake.url, &llm.base_url).await;
+    bot.push("1", vec![invite()]).await;
+    let now = richbot::clock::now_ms();
+    let question = json!({"event_id": "$q", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.message",
+        "origin_server_ts": now, "content": {"msgtype": "m.text", "body": "weather in Lisbon?"}});
+    bot.push("2", vec![question]).await;
+
+    let store = bot.store.clone();
+    let turns = eventually("the turn is finished", Duration::from_secs(30), || {
+        let store = store.clone();
+        async move {
+            let t = store.turn_outcomes(ruma::room_id!("!room:x")).await.expect("turns");
+            (!t.is_empty()).then_some(t)
+        }
+    })
+    .await;
+    assert_eq!(turns[0].0, "answered");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    let later = last_tool_result(&requests[1]).expect("first tool result");
+    assert_eq!(later["code"], "homeserver_unavailable", "{later}");
+    let never = last_tool_result(&requests[2]).expect("second tool result");
+    assert_eq!(never["code"], "send_failed", "{never}");
+    assert!(never["error"].as_str().is_some_and(|e| e.contains("M_FORBIDDEN")), "{never}");
+    let sends = fake.requests().iter().filter(|r| r.path().contains("/send/m.room.message/")).count();
+    assert_eq!(sends, 6 + 1 + 1, "six attempts at the rate-limited write, one at each other");
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_too_large_to_send_is_recorded_as_such_not_as_a_homeserver_refusal() {
+    let fake = FakeHs::start(|r| {
+        if r.path().ends_with("/joined_members") {
+            Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}))
+        } else {
+            Reply::ok(json!({"event_id": "$sent"}))
+        }
+    })
+    .await;
+    let llm = FakeLlm::start().await;
+    llm.script([text(&"word ".repeat(20_000))]);
+    let bot = Bot::start(&fake.url, &llm.base_url).await;
+    bot.push("1", vec![invite()]).await;
+    let question = json!({"event_id": "$q", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.message",
+        "origin_server_ts": richbot::clock::now_ms(), "content": {"msgtype": "m.text", "body": "write a lot"}});
+    bot.push("2", vec![question]).await;
+    let store = bot.store.clone();
+    let turns = eventually("the turn is finished", Duration::from_secs(30), || {
+        let store = store.clone();
+        async move {
+            let t = store.turn_outcomes(ruma::room_id!("!room:x")).await.expect("turns");
+            (!t.is_empty()).then_some(t)
+        }
+    })
+    .await;
+    let outcome: richbot::turn::Outcome = turns[0].0.parse().expect("a known outcome");
+    assert_eq!(outcome.kind(), "post_failed");
+    assert!(
+        turns[0].0.contains("at most 61440 fit in one Matrix event") && !turns[0].0.contains("refused"),
+        "{}",
+        turns[0].0
+    );
+    assert!(!fake.requests().iter().any(|r| r.path().contains("/send/m.room.message/")), "nothing was sent");
+    bot.stop().await;
 }
