@@ -12,7 +12,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::config::Settings;
-use crate::{Parts, appservice, inbox};
+use crate::parts::Parts;
+use crate::{appservice, inbox};
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq)]

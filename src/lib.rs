@@ -4,20 +4,22 @@
 //! # The pipeline
 //!
 //! ```text
-//! homeserver --PUT txn--> appservice --> inbox --> room --> turn --> agent <-> turn's tool runner
-//!              (HTTP edge)  (durable)  (triage,  (one LLM  (tool    (plan, sandbox,
-//!                                       per room) turn)    loop)    render)
-//!                                                   \________________________/
-//!                                                              |
-//!                                               outbox --> matrix --> homeserver
-//!                                     (writes as a persona, paced, exactly once)
-//!              store (SQLite) under all of them: only it runs SQL
+//! homeserver --PUT txn--> appservice --> inbox --> room ------> turn ------> agent
+//!              (HTTP edge)  (durable)   (triage,   (one LLM    (the bounded
+//!                                       per room)   turn)       tool loop)
+//!                                                     |   ^         |
+//!                                                     |   +- tools -+  (each call: plan,
+//!                                                     |                sandbox, render)
+//!                                                     v
+//!                                  outbox --> matrix --> homeserver
+//!                     (every write as a persona, paced, exactly once)
+//!            store (SQLite) under all of them: the only place that runs SQL
 //! ```
 //!
-//! Modules are declared below in that order; dependencies point down the list (a stage
-//! uses the ones after it, never one before it). The leaves: `blocks` (the catalogue),
-//! `tools` (specs and `plan`), `render`, `relation` (`m.relates_to`, read in one place),
-//! `personas`, `matrix`, `store`.
+//! The modules are declared below in that order, and dependencies point down the list: a
+//! module uses only modules declared after it (checked by `tests/it/layout.rs`), so there
+//! is no circle. The agent does not know the tools: the turn hands it their specs and a
+//! runner (`turn::runner`) that plans, authorizes and posts each call.
 //!
 //! # Invariants
 //!
@@ -40,26 +42,31 @@
 //!    waits for a slot reserved atomically in SQL.
 //! 7. Matrix ids are ruma types from the inbox on; a stored id is parsed once, when read.
 
-pub mod agent;
-pub mod appservice;
-pub mod blocks;
-pub mod inbox;
-pub mod matrix;
-pub mod outbox;
-pub mod personas;
-pub mod relation;
-pub mod render;
-pub mod room;
-pub mod store;
-pub mod tools;
-pub mod turn;
-
+// Commands and set-up.
 pub mod check;
-pub mod clock;
+pub mod parts;
 pub mod config;
-pub mod metrics;
 pub mod registration;
+// The stages, in pipeline order.
+pub mod appservice;
+pub mod inbox;
+pub mod room;
+pub mod turn;
+// What the stages count (by tool name, hence above `tools`).
+pub mod metrics;
+// What a turn uses.
+pub mod tools;
+pub mod agent;
+pub mod outbox;
+// What everything shares: the leaves.
+pub mod personas;
+pub mod render;
+pub mod blocks;
+pub mod matrix;
+pub mod store;
+pub mod relation;
 pub mod strings;
+pub mod clock;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -69,43 +76,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::config::Settings;
+use crate::parts::Parts;
 
-/// The service could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("database: {0}")]
-    Store(#[from] store::Error),
-    #[error("HTTP server: {0}")]
-    Serve(#[from] std::io::Error),
-}
-
-/// The parts `run` wires together, built from the settings.
-pub struct Parts {
-    pub store: store::Store,
-    pub matrix: matrix::Client,
-    pub personas: personas::Personas,
-    pub llm: agent::Llm,
-}
-
-impl Parts {
-    pub async fn build(settings: &Settings) -> Result<Self, Error> {
-        let store = store::Store::open(&settings.config.database.url).await?;
-        let matrix = matrix::Client::new(
-            &settings.config.homeserver.url,
-            &settings.registration.as_token,
-            matrix::RetryPolicy::default(),
-        );
-        let personas = personas::Personas::new(settings, matrix.clone(), store.clone());
-        let llm = agent::Llm::new(
-            &settings.config.llm.base_url,
-            settings.api_key.as_deref(),
-            &settings.config.llm.model,
-            settings.llm_timeout(),
-            settings.config.llm.max_tokens,
-        );
-        Ok(Self { store, matrix, personas, llm })
-    }
-}
+pub use parts::Error;
 
 /// Runs the appservice on `listener` until `shutdown` resolves.
 pub async fn run(

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use ruma::{OwnedUserId, UserId};
 
 use crate::clock::now_ms;
-use crate::config::Settings;
 use crate::matrix;
 use crate::store::Store;
 
@@ -41,21 +40,8 @@ pub struct Personas {
 pub const DEFAULT_PROMPT: &str = "You are a helpful assistant in a Matrix chat. Answer briefly and clearly.";
 
 impl Personas {
-    pub fn new(settings: &Settings, matrix: matrix::Client, store: Store) -> Self {
-        let server = &settings.config.homeserver.server_name;
-        let list = settings
-            .personas
-            .iter()
-            .filter_map(|p| {
-                let user_id = UserId::parse(format!("@{}:{server}", p.localpart)).ok()?;
-                Some(Persona {
-                    display_name: p.display_name.clone().unwrap_or_else(|| p.localpart.clone()),
-                    system_prompt: p.system_prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.to_owned()),
-                    greeting: p.greeting.clone(),
-                    user_id,
-                })
-            })
-            .collect();
+    /// The personas, as configured (`parts::personas` builds the list from the config).
+    pub fn new(list: Vec<Persona>, matrix: matrix::Client, store: Store) -> Self {
         Self { list: Arc::new(list), matrix, store }
     }
 

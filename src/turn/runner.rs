@@ -7,7 +7,8 @@
 use ruma::EventId;
 use serde_json::{Value, json};
 
-use super::{Scope, targets};
+use super::Scope;
+use super::targets::{self, internal};
 use crate::agent::{ToolCall, ToolRunner};
 use crate::blocks::WriterKey;
 use crate::metrics::Metrics;
@@ -148,10 +149,4 @@ fn outbox_error(e: outbox::Error) -> ToolError {
         ),
         outbox::Error::Store(e) => internal(e),
     }
-}
-
-/// An error inside richbot: logged in full, told to the model without internals.
-pub(super) fn internal(e: impl std::fmt::Display) -> ToolError {
-    tracing::error!(error = %e, "tool call failed inside richbot");
-    ToolError::new(ToolErrorCode::Internal, "richbot could not complete the call because of an internal error")
 }

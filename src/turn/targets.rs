@@ -5,7 +5,6 @@
 use ruma::{OwnedRoomId, RoomId, UserId};
 
 use super::Scope;
-use super::runner::internal;
 use crate::blocks::cut;
 use crate::outbox::Outbox;
 use crate::store::Store;
@@ -62,4 +61,10 @@ async fn dm(store: &Store, outbox: &Outbox, scope: &Scope) -> Result<OwnedRoomId
 async fn both_joined(store: &Store, room: &RoomId, a: &UserId, b: &UserId) -> Result<bool, ToolError> {
     let joined = store.joined_members(room).await.map_err(internal)?;
     Ok(joined.iter().any(|u| u == a) && joined.iter().any(|u| u == b))
+}
+
+/// An error inside richbot: logged in full, told to the model without internals.
+pub(super) fn internal(e: impl std::fmt::Display) -> ToolError {
+    tracing::error!(error = %e, "tool call failed inside richbot");
+    ToolError::new(ToolErrorCode::Internal, "richbot could not complete the call because of an internal error")
 }

@@ -39,7 +39,7 @@ async fn edge() -> Edge {
     let settings =
         richbot::config::from_str(&config, "t.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
     let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as", Default::default());
-    let personas = richbot::personas::Personas::new(&settings, matrix, store.clone());
+    let personas = richbot::parts::personas(&settings, matrix, store.clone());
     let metrics = Arc::new(Metrics::default());
     let inbox = Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new()), metrics.clone());
     let state = AppState::new(TOKEN, inbox, personas);

@@ -10,6 +10,7 @@ mod e2e_appservice;
 mod e2e_crash;
 mod e2e_rooms;
 mod e2e_turn;
+mod layout;
 mod edge;
 mod matrix_retry;
 mod pipeline;

@@ -1,0 +1,97 @@
+//! The layout as a checked rule, not a hope: `src/lib.rs` declares its modules in order,
+//! and a module may use only modules declared after it (no upward import, so no circle);
+//! no file of code under `src/` is over 300 lines (the block catalogue is data, not code).
+
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The top-level modules, in the order `lib.rs` declares them.
+fn modules() -> Vec<String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    lib.lines().filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';').map(str::to_owned)).collect()
+}
+
+/// Every `.rs` file of a top-level module (a file, or a folder of files).
+fn files_of(module: &str) -> Vec<PathBuf> {
+    let file = src().join(format!("{module}.rs"));
+    if file.exists() {
+        return vec![file];
+    }
+    let mut out = Vec::new();
+    let mut dirs = vec![src().join(module)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// The top-level names a source text reaches through `crate::` (paths and `use` groups).
+fn crate_refs(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            out.extend(group.split(',').map(|item| item.trim().split("::").next().unwrap_or("").to_owned()));
+        } else {
+            out.push(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+        }
+    }
+    out.retain(|name| !name.is_empty());
+    out
+}
+
+#[test]
+fn modules_use_only_modules_declared_after_them() {
+    let order = modules();
+    assert!(order.len() > 10, "read the module list from lib.rs: {order:?}");
+    let mut upward = Vec::new();
+    for (i, module) in order.iter().enumerate() {
+        for file in files_of(module) {
+            let text = std::fs::read_to_string(&file).expect("source");
+            for name in crate_refs(&text) {
+                match order.iter().position(|m| *m == name) {
+                    Some(j) if j <= i && name != *module => {
+                        upward.push(format!("{} uses {name}", file.display()));
+                    }
+                    Some(_) => {}
+                    None if name.chars().next().is_some_and(char::is_lowercase) => {
+                        upward.push(format!("{} uses crate::{name}, which lib.rs does not declare", file.display()));
+                    }
+                    // A type the crate root re-exports from a module below.
+                    None => {}
+                }
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports that point up the module list:\n{}", upward.join("\n"));
+}
+
+#[test]
+fn no_file_of_code_is_over_300_lines() {
+    let mut long = Vec::new();
+    for module in modules().iter().map(String::as_str).chain(["lib", "main"]) {
+        let files = if module == "lib" || module == "main" {
+            vec![src().join(format!("{module}.rs"))]
+        } else {
+            files_of(module)
+        };
+        for file in files {
+            let lines = std::fs::read_to_string(&file).expect("source").lines().count();
+            if lines > 300 && !file.ends_with("blocks/catalogue.rs") {
+                long.push(format!("{}: {lines} lines", file.display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "split these:\n{}", long.join("\n"));
+}
