@@ -87,3 +87,73 @@ async fn classify(result: reqwest::Result<reqwest::Response>) -> Outcome {
     }
     Outcome::Fail(Error::Refused { status: status.as_u16(), errcode, error })
 }
+
+#[cfg(test)]
+mod tests {
+    //! The waits themselves, on paused time: answers are made in memory (no socket), so
+    //! the clock can be paused and every wait measured exactly.
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use tokio::time::Instant;
+
+    use super::*;
+
+    fn answer(status: u16, body: &str, retry_after: Option<&str>) -> reqwest::Response {
+        let mut response = http::Response::builder().status(status);
+        if let Some(secs) = retry_after {
+            response = response.header("retry-after", secs);
+        }
+        reqwest::Response::from(response.body(body.to_owned()).expect("a response"))
+    }
+
+    /// Runs `policy` over scripted answers; returns the result and when each attempt began.
+    async fn run(policy: RetryPolicy, script: Vec<reqwest::Response>) -> (Result<Value, Error>, Vec<Duration>) {
+        let start = Instant::now();
+        let script = Mutex::new(VecDeque::from(script));
+        let at = Mutex::new(Vec::new());
+        let result = policy
+            .run(|| {
+                at.lock().expect("lock").push(start.elapsed());
+                let next = script.lock().expect("lock").pop_front();
+                async move { Ok(next.unwrap_or_else(|| answer(500, "{}", None))) }
+            })
+            .await;
+        (result, at.into_inner().expect("lock"))
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_limit_waits_as_long_as_asked_and_a_server_error_backs_off() {
+        let policy = RetryPolicy { attempts: 4, base: ms(5), max_wait: ms(300) };
+        let script = vec![
+            answer(429, r#"{"errcode": "M_LIMIT_EXCEEDED", "retry_after_ms": 150}"#, None),
+            answer(502, "", None),
+            answer(200, r#"{"event_id": "$landed"}"#, None),
+        ];
+        let (result, at) = run(policy, script).await;
+        assert_eq!(result.expect("landed")["event_id"], "$landed");
+        // 150 ms as the server asked, then the second back-off step (5 ms doubled).
+        assert_eq!(at, [ms(0), ms(150), ms(160)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_after_header_is_honoured_up_to_the_cap() {
+        let policy = RetryPolicy { attempts: 4, base: ms(5), max_wait: ms(300) };
+        let script = vec![answer(429, r#"{"errcode": "M_LIMIT_EXCEEDED"}"#, Some("30")), answer(200, "{}", None)];
+        let (result, at) = run(policy, script).await;
+        assert!(result.is_ok());
+        assert_eq!(at, [ms(0), ms(300)], "30 s asked, capped at 300 ms");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn attempts_are_bounded_and_back_off_doubles() {
+        let policy = RetryPolicy { attempts: 4, base: ms(10), max_wait: ms(25) };
+        let (result, at) = run(policy, Vec::new()).await;
+        assert!(matches!(result, Err(Error::Unavailable(_))));
+        assert_eq!(at, [ms(0), ms(10), ms(30), ms(55)], "10, 20, then capped at 25");
+    }
+}

@@ -1,7 +1,9 @@
-//! The homeserver client's retry policy against a scripted stand-in homeserver: 429 waits
-//! as asked (capped), 5xx backs off, other 4xx are permanent, attempts are bounded.
+//! The homeserver client's retry policy against a scripted stand-in homeserver, over real
+//! HTTP: retries reuse the request (path, transaction id, token), other 4xx are permanent,
+//! attempts are bounded. How long each wait is (429 as asked and capped, 5xx doubling) is
+//! measured on paused time in `matrix::retry`'s unit tests.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use richbot::matrix::{Client, Error, RetryPolicy};
 use ruma::{room_id, user_id};
@@ -22,14 +24,12 @@ async fn send(url: &str) -> Result<ruma::OwnedEventId, Error> {
 #[tokio::test]
 async fn rate_limits_and_server_errors_are_retried_until_the_send_lands() {
     let hs = FakeHs::scripted(vec![
-        Reply::rate_limited(150),
+        Reply::rate_limited(1),
         Reply::unavailable(502),
         Reply::ok(json!({"event_id": "$landed"})),
     ])
     .await;
-    let start = Instant::now();
     assert_eq!(send(&hs.url).await.expect("landed").as_str(), "$landed");
-    assert!(start.elapsed() >= Duration::from_millis(150), "waited as the server asked");
     let seen = hs.requests();
     assert_eq!(seen.len(), 3);
     assert!(
@@ -37,15 +37,6 @@ async fn rate_limits_and_server_errors_are_retried_until_the_send_lands() {
             && r.authorization == "Bearer as_secret"),
         "{seen:?}"
     );
-}
-
-#[tokio::test]
-async fn retry_after_headers_are_honoured_up_to_the_cap() {
-    let hs = FakeHs::scripted(vec![Reply::rate_limited_header("30"), Reply::ok(json!({"event_id": "$e"}))]).await;
-    let start = Instant::now();
-    assert!(send(&hs.url).await.is_ok());
-    let waited = start.elapsed();
-    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(10), "capped wait: {waited:?}");
 }
 
 #[tokio::test]

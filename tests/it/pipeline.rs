@@ -64,6 +64,15 @@ impl Bot {
         assert_eq!(resp.status(), 200);
     }
 
+    /// Waits for the first finished turn in `!room:x`: (outcome, rounds, tokens in, out).
+    async fn finished_turns(&self) -> Vec<(String, i64, i64, i64)> {
+        eventually("the turn is finished", Duration::from_secs(30), || async {
+            let t = self.store.turn_outcomes(ruma::room_id!("!room:x")).await.expect("turns");
+            (!t.is_empty()).then_some(t)
+        })
+        .await
+    }
+
     async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -135,15 +144,7 @@ async fn the_model_is_told_whether_a_failed_send_may_work_later_or_never() {
         "origin_server_ts": now, "content": {"msgtype": "m.text", "body": "weather in Lisbon?"}});
     bot.push("2", vec![question]).await;
 
-    let store = bot.store.clone();
-    let turns = eventually("the turn is finished", Duration::from_secs(30), || {
-        let store = store.clone();
-        async move {
-            let t = store.turn_outcomes(ruma::room_id!("!room:x")).await.expect("turns");
-            (!t.is_empty()).then_some(t)
-        }
-    })
-    .await;
+    let turns = bot.finished_turns().await;
     assert_eq!(turns[0].0, "answered");
     let requests = llm.requests();
     assert_eq!(requests.len(), 3);
@@ -174,15 +175,7 @@ async fn an_answer_too_large_to_send_is_recorded_as_such_not_as_a_homeserver_ref
     let question = json!({"event_id": "$q", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.message",
         "origin_server_ts": richbot::clock::now_ms(), "content": {"msgtype": "m.text", "body": "write a lot"}});
     bot.push("2", vec![question]).await;
-    let store = bot.store.clone();
-    let turns = eventually("the turn is finished", Duration::from_secs(30), || {
-        let store = store.clone();
-        async move {
-            let t = store.turn_outcomes(ruma::room_id!("!room:x")).await.expect("turns");
-            (!t.is_empty()).then_some(t)
-        }
-    })
-    .await;
+    let turns = bot.finished_turns().await;
     let outcome: richbot::turn::Outcome = turns[0].0.parse().expect("a known outcome");
     assert_eq!(outcome.kind(), "post_failed");
     assert!(

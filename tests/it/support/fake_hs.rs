@@ -33,36 +33,26 @@ impl Request {
 pub struct Reply {
     status: u16,
     body: Value,
-    retry_after_secs: Option<&'static str>,
 }
 
 impl Reply {
     pub fn ok(body: Value) -> Self {
-        Self { status: 200, body, retry_after_secs: None }
+        Self { status: 200, body }
     }
 
     /// A permanent refusal (`M_FORBIDDEN`, `M_USER_IN_USE`, ...).
     pub fn refused(status: u16, errcode: &str, error: &str) -> Self {
-        Self { status, body: json!({"errcode": errcode, "error": error}), retry_after_secs: None }
+        Self { status, body: json!({"errcode": errcode, "error": error}) }
     }
 
     /// 429 `M_LIMIT_EXCEEDED`, asking for `retry_after_ms` in the body.
     pub fn rate_limited(retry_after_ms: u64) -> Self {
-        Self {
-            status: 429,
-            body: json!({"errcode": "M_LIMIT_EXCEEDED", "retry_after_ms": retry_after_ms}),
-            retry_after_secs: None,
-        }
-    }
-
-    /// 429 with only a `Retry-After` header, in seconds.
-    pub fn rate_limited_header(secs: &'static str) -> Self {
-        Self { status: 429, body: json!({"errcode": "M_LIMIT_EXCEEDED"}), retry_after_secs: Some(secs) }
+        Self { status: 429, body: json!({"errcode": "M_LIMIT_EXCEEDED", "retry_after_ms": retry_after_ms}) }
     }
 
     /// A server error, `status` 5xx.
     pub fn unavailable(status: u16) -> Self {
-        Self { status, body: json!({}), retry_after_secs: None }
+        Self { status, body: json!({}) }
     }
 }
 
@@ -89,11 +79,7 @@ impl FakeHs {
                 let reply = handler(&request);
                 log.lock().expect("lock").push(request);
                 let status = StatusCode::from_u16(reply.status).expect("status");
-                let mut response = (status, axum::Json(reply.body)).into_response();
-                if let Some(secs) = reply.retry_after_secs {
-                    response.headers_mut().insert("retry-after", secs.parse().expect("header"));
-                }
-                response
+                (status, axum::Json(reply.body)).into_response()
             }
         }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
