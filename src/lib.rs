@@ -91,18 +91,36 @@ pub async fn run(
     let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
     let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
+    let l = &settings.config.limits;
     let limits = turn::Limits {
         key: bot.writer_key,
         history_chars: bot.history_chars,
-        max_rounds: settings.config.llm.max_rounds,
+        bounds: agent::Bounds {
+            max_rounds: settings.config.llm.max_rounds,
+            calls_per_round: l.tool_calls_per_round as usize,
+        },
+        writes_per_turn: l.writes_per_turn,
+        deadline: Duration::from_secs(l.turn_deadline_secs),
     };
-    let turns = turn::Turns::new(store.clone(), llm, outbox.clone(), personas.clone(), metrics.clone(), limits);
+    let budgets = store::Budgets {
+        per_user: l.tokens_per_user_per_day,
+        per_room: l.tokens_per_room_per_day,
+        total: l.tokens_per_day,
+    };
+    let budget = turn::Budget::new(budgets, settings.exempt.clone(), settings.config.llm.max_tokens);
+    let turns = turn::Turns::new(store.clone(), llm, outbox.clone(), personas.clone(), metrics.clone(), budget, limits);
     let policy = room::Policy {
         staleness_ms: i64::try_from(bot.staleness_secs.saturating_mul(1000)).unwrap_or(i64::MAX),
         group_requires_mention: bot.group_requires_mention,
         allow: settings.allow.clone(),
+        rates: room::Rates {
+            per_room_per_minute: l.turns_per_room_per_minute,
+            per_asker_per_minute: l.turns_per_user_per_minute,
+            cooldown_secs: l.loop_cooldown_secs,
+            exempt: settings.exempt.clone(),
+        },
     };
-    let rooms = room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy);
+    let rooms = room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy, metrics.clone());
     let inbox = inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone());
     let state = appservice::AppState::new(&settings.registration.hs_token, inbox, personas.clone());
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);

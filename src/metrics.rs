@@ -15,6 +15,8 @@ pub struct Metrics {
     pub events_new: AtomicU64,
     pub events_duplicate: AtomicU64,
     pub events_malformed: AtomicU64,
+    /// Questions not answered because they arrived too late (an outage).
+    pub events_stale: AtomicU64,
     pub llm_requests: AtomicU64,
     pub llm_failures: AtomicU64,
     pub prompt_tokens: AtomicU64,
@@ -56,11 +58,12 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 9] = [
+        let counters: [(&str, &str, &AtomicU64); 10] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
             ("richbot_events_malformed_total", "Events skipped as malformed.", &self.events_malformed),
+            ("richbot_events_stale_total", "Questions that arrived too late to answer.", &self.events_stale),
             ("richbot_llm_requests_total", "Chat completions requested.", &self.llm_requests),
             ("richbot_llm_failures_total", "Chat completions that failed for good.", &self.llm_failures),
             ("richbot_llm_prompt_tokens_total", "Prompt tokens reported by the LLM.", &self.prompt_tokens),

@@ -181,10 +181,26 @@ pub fn text(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> {
     message(markdown, None, WriterKey::default(), &[], Relation { reply_to: None, thread })
 }
 
+/// richbot's own status, error or limit message: an `m.notice` (which bots do not
+/// answer), optionally in a thread.
+pub fn notice(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> {
+    let mut content = text(markdown, thread)?;
+    content["msgtype"] = json!("m.notice");
+    Ok(content)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use ruma::event_id;
+
+    #[test]
+    fn notices_are_m_notice() {
+        let n = notice("paused", None).expect("fits");
+        assert_eq!(n["msgtype"], "m.notice");
+        assert_eq!(n["body"], "paused");
+        assert_eq!(text("answer", None).expect("fits")["msgtype"], "m.text");
+    }
 
     #[test]
     fn html_is_sanitized_to_matrix_tags() {

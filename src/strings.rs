@@ -1,4 +1,5 @@
-//! Sentences room members see, in one place.
+//! Sentences room members see, in one place. richbot's own status, error and limit
+//! messages go out as `m.notice`, which bots (richbot included) never answer.
 
 /// What the model says when its rich message said it all.
 pub const NO_REPLY: &str = "[no reply]";
@@ -9,3 +10,43 @@ pub const LLM_FAILED: &str =
 
 /// Posted when the model kept calling tools past the round limit.
 pub const TOO_MANY_ROUNDS: &str = "Sorry, I couldn't finish that answer. Please try asking again, perhaps more simply.";
+
+/// Posted when a turn ran past its deadline.
+pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try again, perhaps with a simpler request.";
+
+/// Posted once after an outage, in a room whose questions arrived too late to answer.
+pub const AWAY: &str =
+    "I was away and missed messages sent while I was offline. Please ask again if you still need an answer.";
+
+/// Posted when a room's turn bucket ran dry.
+pub fn room_cooling(minutes: u64) -> String {
+    format!(
+        "I'm getting more messages in this room than I can answer, so I'm pausing here for {minutes} minute(s). \
+         Messages sent meanwhile won't be answered."
+    )
+}
+
+/// Posted when an asker's turn bucket ran dry.
+pub fn asker_cooling(asker: &str, minutes: u64) -> String {
+    format!(
+        "{asker}, you've asked me a lot in a short time, so I'm pausing my answers to you for {minutes} minute(s). \
+         Messages sent meanwhile won't be answered."
+    )
+}
+
+/// Posted once when a token budget is spent. `which`: "your", "this room's", "everyone's".
+pub fn budget_spent(which: &str, limit: u64, refills_at: &str) -> String {
+    format!(
+        "I've used up {which} daily allowance ({limit} tokens a day), so I can't answer right now. \
+         It refills by {refills_at}."
+    )
+}
+
+/// The answer to `!usage`.
+pub fn usage(asker: &str, tokens: u64, turns: u64, limit: Option<u64>) -> String {
+    let limit = match limit {
+        Some(n) => format!("Your limit is {n} tokens a day."),
+        None => "You have no personal limit.".to_owned(),
+    };
+    format!("{asker}: over the last 24 hours you used {tokens} tokens in {turns} turn(s). {limit}")
+}

@@ -1,6 +1,9 @@
 //! The only module that talks to the LLM: async-openai against any OpenAI-compatible base
-//! URL, with a per-call timeout (async-openai sets none) and its bounded built-in retries
-//! on 429, 5xx and connection errors. Requests and responses go through `byot` as JSON so
+//! URL, with a per-attempt timeout (async-openai sets none) and its built-in retries (3)
+//! on 429, 5xx and connection errors. Those retries wait as long as a `Retry-After`
+//! header asks, without a cap, so a whole call is bounded here: [`ATTEMPTS`] attempts of
+//! at most the timeout each, plus at most [`MAX_RETRY_WAIT`] of waiting in all. A server
+//! that asks for longer fails the call, which the turn reports. Requests and responses go through `byot` as JSON so
 //! that servers with non-standard fields (`finish_reason: "eos"`, missing `created`) work.
 
 use std::time::Duration;
@@ -18,7 +21,16 @@ pub enum Error {
     Api(String),
     #[error("LLM answered without a usable message")]
     Empty,
+    /// The caller's metering did not allow the call (a budget is spent, or it could not
+    /// be checked); the reason is the caller's to report.
+    #[error("the call was not made: {0}")]
+    NotAllowed(String),
 }
+
+/// Attempts async-openai makes at one call: the first and its three retries.
+pub const ATTEMPTS: u32 = 4;
+/// Most time a call may spend waiting between its attempts.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 
 /// The chat client. `Debug` leaves the key out.
 #[derive(Clone)]
@@ -29,6 +41,8 @@ pub struct Llm {
     api_key: Option<String>,
     model: String,
     max_tokens: u32,
+    /// The most one call (its attempts and the waits between them) may take.
+    call_limit: Duration,
 }
 
 impl std::fmt::Debug for Llm {
@@ -53,6 +67,7 @@ impl Llm {
             api_key: api_key.map(str::to_owned),
             model: model.to_owned(),
             max_tokens,
+            call_limit: timeout.saturating_mul(ATTEMPTS) + MAX_RETRY_WAIT.min(timeout),
         }
     }
 
@@ -74,7 +89,17 @@ impl Llm {
 impl Complete for Llm {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, Error> {
         let request = wire::request(&self.model, self.max_tokens, messages, tools);
-        let response: Value = self.client.chat().create_byot(request).await.map_err(|e| Error::Api(e.to_string()))?;
+        let chat = self.client.chat();
+        let call = chat.create_byot(request);
+        let response: Value = match tokio::time::timeout(self.call_limit, call).await {
+            Ok(answer) => answer.map_err(|e| Error::Api(e.to_string()))?,
+            Err(_) => {
+                return Err(Error::Api(format!(
+                    "no answer within {} s (attempts and the waits the server asked for)",
+                    self.call_limit.as_secs()
+                )));
+            }
+        };
         wire::reply(&response).ok_or(Error::Empty)
     }
 }

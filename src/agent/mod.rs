@@ -70,6 +70,19 @@ pub struct Outcome {
 /// Runs one tool call and returns the tool result (JSON text) for the model.
 pub trait ToolRunner {
     fn run(&mut self, call: &ToolCall) -> impl std::future::Future<Output = String> + Send;
+
+    /// The tool result for a call that was not run because the reply held more than
+    /// `limit` calls.
+    fn skipped(&mut self, call: &ToolCall, limit: usize) -> String;
+}
+
+/// How far one loop may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Model calls at most.
+    pub max_rounds: u32,
+    /// Tool calls run per model reply; the rest are answered with [`ToolRunner::skipped`].
+    pub calls_per_round: usize,
 }
 
 /// Anything that completes a conversation (the real client, or a test double).
@@ -87,9 +100,10 @@ pub async fn run_loop<L: Complete, R: ToolRunner>(
     mut messages: Vec<Message>,
     tools: &[ToolSpec],
     runner: &mut R,
-    max_rounds: u32,
+    bounds: Bounds,
 ) -> (Result<Outcome, Error>, Vec<Message>) {
     let mut usage = Usage::default();
+    let max_rounds = bounds.max_rounds;
     for round in 1..=max_rounds {
         let reply = match llm.complete(&messages, tools).await {
             Ok(r) => r,
@@ -101,8 +115,12 @@ pub async fn run_loop<L: Complete, R: ToolRunner>(
         if reply.tool_calls.is_empty() {
             return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false }), messages);
         }
-        for call in &reply.tool_calls {
-            let content = runner.run(call).await;
+        for (i, call) in reply.tool_calls.iter().enumerate() {
+            let content = if i < bounds.calls_per_round {
+                runner.run(call).await
+            } else {
+                runner.skipped(call, bounds.calls_per_round)
+            };
             messages.push(Message::Tool { call_id: call.id.clone(), content });
         }
     }

@@ -7,18 +7,19 @@
 //! The LLM key may also come from `OPENAI_API_KEY` or a file (`llm.api_key_file`).
 //! Secrets are never printed: `Debug` on the secret fields is redacted.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use regex::Regex;
-use ruma::api::appservice::Registration;
 use serde::Deserialize;
 
 use crate::blocks::WriterKey;
 
 mod env;
+mod limits;
+mod settings;
 mod validate;
+
+pub use limits::Limits;
+pub use settings::Settings;
 
 /// The environment prefix for overrides.
 pub const ENV_PREFIX: &str = "RICHBOT__";
@@ -49,6 +50,8 @@ pub struct Config {
     pub personas: Vec<Persona>,
     #[serde(default)]
     pub access: Access,
+    #[serde(default)]
+    pub limits: Limits,
     #[serde(default)]
     pub logging: Logging,
     #[serde(default)]
@@ -230,40 +233,6 @@ impl Default for Bot {
             history_chars: default_history(),
             group_requires_mention: true,
         }
-    }
-}
-
-/// The validated configuration the service runs with. `Debug` leaves the secrets out
-/// (the registration's tokens and the LLM key).
-#[derive(Clone)]
-pub struct Settings {
-    pub config: Config,
-    pub registration: Registration,
-    pub listen: SocketAddr,
-    pub api_key: Option<String>,
-    pub personas: Vec<Persona>,
-    pub allow: Vec<Regex>,
-}
-
-impl std::fmt::Debug for Settings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Settings")
-            .field("config", &self.config)
-            .field("appservice_id", &self.registration.id)
-            .field("listen", &self.listen)
-            .field("personas", &self.personas)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Settings {
-    pub fn llm_timeout(&self) -> Duration {
-        Duration::from_secs(self.config.llm.timeout_secs)
-    }
-
-    /// Whether `user_id` may invite and talk to the personas.
-    pub fn allowed(&self, user_id: &str) -> bool {
-        self.allow.iter().any(|re| re.is_match(user_id))
     }
 }
 

@@ -128,19 +128,39 @@ pub(super) fn validate(config: Config, base: &Path, openai_key: Option<String>) 
     } else {
         config.access.allow.clone()
     };
-    let mut allow = Vec::new();
-    for (i, p) in patterns.iter().enumerate() {
-        let re = format!("^{}$", regex::escape(p).replace("\\*", ".*"));
-        match Regex::new(&re) {
-            Ok(re) => allow.push(re),
-            Err(e) => problems.push(format!("access.allow[{i}]: {e}")),
+    let allow = user_patterns("access.allow", &patterns, &mut problems);
+    let exempt = user_patterns("limits.exempt", &config.limits.exempt, &mut problems);
+    let l = &config.limits;
+    for (key, value) in [
+        ("turns_per_room_per_minute", u64::from(l.turns_per_room_per_minute)),
+        ("turns_per_user_per_minute", u64::from(l.turns_per_user_per_minute)),
+        ("tool_calls_per_round", u64::from(l.tool_calls_per_round)),
+        ("writes_per_turn", u64::from(l.writes_per_turn)),
+        ("turn_deadline_secs", l.turn_deadline_secs),
+    ] {
+        if value == 0 {
+            problems.push(format!("limits.{key}: must be at least 1"));
         }
     }
 
     match (problems.is_empty(), registration, listen) {
         (true, Some(registration), Ok(listen)) => {
-            Ok(Settings { config, registration, listen, api_key, personas, allow })
+            Ok(Settings { config, registration, listen, api_key, personas, allow, exempt })
         }
         _ => Err(Error::Invalid(problems)),
     }
+}
+
+/// User id patterns (`@a:b`, `*:example.org`) as anchored regexes; a bad one is a problem
+/// naming `key[i]`.
+fn user_patterns(key: &str, patterns: &[String], problems: &mut Vec<String>) -> Vec<Regex> {
+    let mut out = Vec::new();
+    for (i, p) in patterns.iter().enumerate() {
+        let re = format!("^{}$", regex::escape(p).replace("\\*", ".*"));
+        match Regex::new(&re) {
+            Ok(re) => out.push(re),
+            Err(e) => problems.push(format!("{key}[{i}]: {e}")),
+        }
+    }
+    out
 }

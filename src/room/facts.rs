@@ -1,25 +1,38 @@
 //! Triage: which persona (if any) an event addresses, and why. This file gathers the facts
 //! about the event's room and relations from the store; the decision itself is the pure
-//! `triggers::trigger`.
+//! `triggers::trigger`. Every lookup is scoped to the event's room: a reply, thread or
+//! reaction in room B to a persona message of room A is nothing to the persona in B, and a
+//! `.used` button press counts only for a button the persona posted in that room.
 
 use regex::Regex;
 use ruma::UserId;
 
 use super::triggers::{self, Facts, Trigger};
-use crate::blocks::{Rich, read_payload};
-use crate::clock::now_ms;
+use crate::blocks::{Rich, read_payload, read_used_id};
 use crate::personas::{Persona, Personas};
 use crate::store::{self, Store, StoredEvent};
 
 /// The deployment's rules for when the personas answer.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    /// Events older than this (by their timestamp) start nothing.
+    /// Events delivered later than this after they were sent (an outage) get no answer.
     pub staleness_ms: i64,
     /// In group rooms, answer only when addressed.
     pub group_requires_mention: bool,
     /// Who may invite and talk to the personas (`access.allow`).
     pub allow: Vec<Regex>,
+    /// Turn rate limits.
+    pub rates: Rates,
+}
+
+/// Turn rate limits (`limits.turns_per_*`, `loop_cooldown_secs`, `exempt`).
+#[derive(Debug, Clone)]
+pub struct Rates {
+    pub per_room_per_minute: u32,
+    pub per_asker_per_minute: u32,
+    pub cooldown_secs: u64,
+    /// Askers without a bucket of their own.
+    pub exempt: Vec<Regex>,
 }
 
 impl Policy {
@@ -41,27 +54,33 @@ impl Triage {
         Self { store, personas, policy }
     }
 
-    /// Which persona the event addresses, and why. With `live` false (a resumed turn) the
-    /// staleness window is not applied: the event was fresh when the turn started.
-    pub async fn trigger_of(
-        &self,
-        event: &StoredEvent,
-        live: bool,
-    ) -> Result<Option<(&Persona, Trigger)>, store::Error> {
+    /// Whether `event` came too late to answer (see `triggers::is_stale`).
+    pub fn stale(&self, event: &StoredEvent) -> bool {
+        triggers::is_stale(event.origin_ts, event.received_at, self.policy.staleness_ms)
+    }
+
+    /// Which persona the event addresses, and why.
+    pub async fn trigger_of(&self, event: &StoredEvent) -> Result<Option<(&Persona, Trigger)>, store::Error> {
         let joined = self.store.joined_members(&event.room_id).await?;
         let here: Vec<&Persona> = self.personas.all().iter().filter(|p| joined.contains(&p.user_id)).collect();
         if here.is_empty() {
             return Ok(None);
         }
         let relation = event.relation();
+        // Our messages the event points at, in this room only.
+        let ours_here = |id| async move {
+            let sent = self.store.sent_message(id).await?;
+            Ok::<_, store::Error>(sent.filter(|m| m.room_id == event.room_id))
+        };
         let replied = match relation.as_ref().and_then(|r| r.reply_to()) {
-            Some(id) => self.store.sent_message(id).await?,
+            Some(id) => ours_here(id).await?,
             None => None,
         };
         let target = match relation.as_ref().and_then(|r| r.target()) {
-            Some(id) => self.store.sent_message(id).await?,
+            Some(id) => ours_here(id).await?,
             None => None,
         };
+        let used = read_used_id(event.content());
         let buttons = if event.event_type == "m.reaction" {
             target
                 .as_ref()
@@ -77,15 +96,18 @@ impl Triage {
                 Some(root) => self.store.posted_in_thread(&event.room_id, root, pid).await?,
                 None => false,
             };
+            let used_button_posted = match used {
+                Some(id) => self.store.button_posted(&event.room_id, pid, id).await?,
+                None => false,
+            };
             let facts = Facts {
                 persona_id: pid,
                 display_name: &persona.display_name,
                 is_dm: joined.len() == 2,
                 sender_is_ours: self.personas.get(&event.sender).is_some(),
                 sender_allowed: self.policy.allowed(&event.sender),
-                now_ms: if live { now_ms() } else { event.origin_ts },
-                staleness_ms: self.policy.staleness_ms,
                 group_requires_mention: self.policy.group_requires_mention,
+                used_button_posted,
                 replies_to_persona: replied.as_ref().is_some_and(|m| m.sender == *pid),
                 in_persona_thread: in_thread,
                 reacted_buttons: target.as_ref().filter(|m| m.sender == *pid).and(buttons.as_deref()),

@@ -92,7 +92,7 @@ impl Membership {
                     return Ok(());
                 }
             };
-            let turn = self.store.start_turn(room, user, &event.sender, &[], now_ms()).await?;
+            let turn = self.store.start_turn(room, user, &event.sender, &[], None, now_ms()).await?;
             let write = Write { id: WriteId { turn: turn.id, seq: 0 }, room, persona: user };
             let outcome = match self.outbox.send(&write, &content, None).await {
                 Ok(_) => Outcome::Greeted,

@@ -1,16 +1,20 @@
 //! The room stage: what happens to a room's events once they are in the inbox.
 //!
-//! - `scheduler`: one worker per room with pending events, rooms in parallel up to a cap.
-//! - `worker`: drains one room in arrival order: resumes a turn a crash cut short, applies
-//!   member events, triages messages and reactions, and hands each persona's batch to
-//!   the turn stage.
-//! - `facts`: the store lookups triage needs (membership, our sent messages, threads).
+//! - `scheduler`: rooms with pending events, served round-robin (the least recently
+//!   served first), in parallel up to a cap; a room gets one turn, then waits its turn.
+//! - `worker`: one step in one room, in arrival order: resumes a turn a crash cut short,
+//!   applies member events, triages messages and reactions, and hands the first asker's
+//!   batch to the turn stage.
+//! - `facts`: the store lookups triage needs (membership, our sent messages, threads,
+//!   posted buttons), all scoped to the event's room.
 //! - `triggers`: the pure decision "does this event start a turn, and why".
+//! - `limiter`: turn rate limits per room and per asker, and the cool-down they trip.
 //! - `membership`: invites, joins, leaves, greetings.
 //!
 //! Nothing here calls the LLM; everything that does is in `turn`.
 
 mod facts;
+mod limiter;
 mod membership;
 mod scheduler;
 pub mod triggers;
@@ -21,12 +25,13 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::matrix;
+use crate::metrics::Metrics;
 use crate::outbox::Outbox;
 use crate::personas::{self, Personas};
 use crate::store::{self, Store};
 use crate::turn::Turns;
 
-pub use facts::Policy;
+pub use facts::{Policy, Rates};
 
 /// A failure that leaves the room's batch pending, to be retried.
 #[derive(Debug, thiserror::Error)]
@@ -53,10 +58,14 @@ impl Deps {
         outbox: Outbox,
         turns: Turns,
         policy: Policy,
+        metrics: Arc<Metrics>,
     ) -> Self {
+        let r = &policy.rates;
+        let limiter =
+            limiter::Limiter::new(r.per_room_per_minute, r.per_asker_per_minute, r.cooldown_secs, r.exempt.clone());
         let triage = facts::Triage::new(store.clone(), personas.clone(), policy.clone());
         let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
-        Self { worker: Arc::new(worker::Worker::new(store, triage, membership, turns)) }
+        Self { worker: Arc::new(worker::Worker::new(store, triage, membership, turns, limiter, metrics)) }
     }
 
     /// Runs the scheduler until the task is dropped: woken by `wake`, at most `cap` rooms

@@ -4,9 +4,11 @@
 //! DMs: every `m.text` / `m.emote` from the human. Group rooms: a mention (`m.mentions`,
 //! display name or localpart in the body), a reply to one of the persona's messages, or a
 //! message in a thread the persona posted in. A reaction whose key matches a `react`
-//! button of the persona's message, and a message sent by pressing a `send` button, are
-//! button presses. Never: our own personas, `m.notice` (what other bots send), edits,
-//! redacted events, senders not allowed, or events older than the staleness window.
+//! button of the persona's message, and a message sent by pressing a `send` button the
+//! persona posted in that room, are button presses; `!usage` is a command. Never: our own
+//! personas, `m.notice` (what bots send, richbot's own status messages included), edits,
+//! redacted events, or senders not allowed. Whether an event came too late to answer
+//! ([`is_stale`]) is decided apart, so a question missed during an outage can be told so.
 
 use ruma::UserId;
 use serde_json::Value;
@@ -29,6 +31,8 @@ pub enum Trigger {
     ButtonSend {
         id: String,
     },
+    /// `!usage`: the asker's use and limits, answered without the model.
+    Usage,
 }
 
 /// What the caller knows about the event's room and relations.
@@ -40,9 +44,9 @@ pub struct Facts<'a> {
     /// The sender is one of our personas.
     pub sender_is_ours: bool,
     pub sender_allowed: bool,
-    pub now_ms: i64,
-    pub staleness_ms: i64,
     pub group_requires_mention: bool,
+    /// The event carries a `.used` button id that this persona posted in this room.
+    pub used_button_posted: bool,
     /// The event replies to a message of this persona.
     pub replies_to_persona: bool,
     /// The event is in a thread the persona posted in.
@@ -54,10 +58,6 @@ pub struct Facts<'a> {
 /// Whether (and why) `event` starts a turn for the persona in `facts`.
 pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
     if facts.sender_is_ours || !facts.sender_allowed {
-        return None;
-    }
-    let ts = event.get("origin_server_ts").and_then(Value::as_i64).unwrap_or(facts.now_ms);
-    if facts.now_ms - ts > facts.staleness_ms {
         return None;
     }
     let content = event.get("content")?;
@@ -75,13 +75,17 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
                 return None;
             }
             let body = content.get("body").and_then(Value::as_str)?;
-            if let Some(id) = read_used_id(content) {
+            if let Some(id) = read_used_id(content).filter(|_| facts.used_button_posted) {
                 return Some(Trigger::ButtonSend { id: id.to_owned() });
+            }
+            let mentioned = mentions(content, body, facts);
+            if (facts.is_dm || mentioned) && command(body, facts) == Some("!usage") {
+                return Some(Trigger::Usage);
             }
             if facts.is_dm {
                 return Some(Trigger::Message);
             }
-            if mentions(content, body, facts) {
+            if mentioned {
                 return Some(Trigger::Mention);
             }
             if facts.replies_to_persona {
@@ -111,6 +115,31 @@ fn mentions(content: &Value, body: &str, facts: &Facts<'_>) -> bool {
         || named(&localpart)
 }
 
+/// The command word of a message: its first word, after a leading mention of the persona
+/// (`Richbot: !usage`, `@richbot:example.org !usage`), if it starts with `!`.
+fn command<'b>(body: &'b str, facts: &Facts<'_>) -> Option<&'b str> {
+    let mut rest = body.trim_start();
+    let names = [facts.persona_id.as_str(), facts.display_name, facts.persona_id.localpart()];
+    for name in names.into_iter().filter(|n| !n.is_empty()) {
+        if let Some(after) =
+            rest.get(..name.len()).filter(|p| p.eq_ignore_ascii_case(name)).map(|_| &rest[name.len()..])
+        {
+            rest = after.trim_start_matches([':', ',']).trim_start();
+            break;
+        }
+    }
+    let word = rest.split_whitespace().next()?;
+    (word.starts_with('!') && rest.trim() == word).then_some(word)
+}
+
+/// Whether an event came too late to answer: delivered more than `window_ms` after it was
+/// sent (an outage; the homeserver catching up). Measured from when richbot received it,
+/// not from now, so a question that waited behind busy rooms is never dropped for it,
+/// and a future-dated `origin_server_ts` buys nothing.
+pub fn is_stale(origin_ts: i64, received_at: i64, window_ms: i64) -> bool {
+    received_at.saturating_sub(origin_ts) > window_ms
+}
+
 /// `needle` in `hay` not as part of a longer word.
 fn contains_word(hay: &str, needle: &str) -> bool {
     hay.match_indices(needle).any(|(at, _)| {
@@ -136,9 +165,8 @@ mod tests {
             is_dm: false,
             sender_is_ours: false,
             sender_allowed: true,
-            now_ms: NOW,
-            staleness_ms: 300_000,
             group_requires_mention: true,
+            used_button_posted: false,
             replies_to_persona: false,
             in_persona_thread: false,
             reacted_buttons: None,
@@ -163,12 +191,6 @@ mod tests {
             ("dm image", msg(json!({"msgtype": "m.image", "body": "x.png"})), dm.clone(), None),
             ("own persona", text("hi"), Facts { sender_is_ours: true, ..dm.clone() }, None),
             ("not allowed", text("hi"), Facts { sender_allowed: false, ..dm.clone() }, None),
-            (
-                "stale",
-                json!({"type": "m.room.message", "origin_server_ts": NOW - 301_000, "content": {"msgtype": "m.text", "body": "hi"}}),
-                dm.clone(),
-                None,
-            ),
             (
                 "edit",
                 msg(
@@ -199,8 +221,30 @@ mod tests {
             (
                 "button send",
                 msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})),
-                facts(),
+                Facts { used_button_posted: true, ..facts() },
                 Some(Trigger::ButtonSend { id: "more".into() }),
+            ),
+            (
+                "forged button send in a group",
+                msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})),
+                facts(),
+                None,
+            ),
+            (
+                "forged button send in a DM is a plain message",
+                msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})),
+                dm.clone(),
+                Some(Trigger::Message),
+            ),
+            ("usage in a DM", text(" !usage "), dm.clone(), Some(Trigger::Usage)),
+            ("usage addressed in a group", text("Richbot: !usage"), facts(), Some(Trigger::Usage)),
+            ("usage by user id", text("@richbot:example.org !usage"), facts(), Some(Trigger::Usage)),
+            ("usage not addressed in a group", text("!usage"), facts(), None),
+            (
+                "a sentence that starts with a command is a question",
+                text("!usage please explain"),
+                dm.clone(),
+                Some(Trigger::Message),
             ),
             (
                 "react button",
@@ -234,5 +278,15 @@ mod tests {
         for (name, event, facts, want) in cases {
             assert_eq!(trigger(&event, &facts), want, "{name}");
         }
+    }
+
+    #[test]
+    fn staleness_is_how_late_an_event_was_delivered() {
+        let window = 300_000;
+        assert!(!is_stale(NOW - 1_000, NOW, window), "delivered at once");
+        assert!(is_stale(NOW - 301_000, NOW, window), "delivered after an outage");
+        assert!(!is_stale(NOW + 86_400_000, NOW, window), "future-dated: judged by delivery, fresh once");
+        // Waiting in the queue afterwards does not make it stale: `now` is not an input.
+        assert!(!is_stale(NOW - 1_000, NOW - 500, window));
     }
 }

@@ -1,25 +1,36 @@
-//! A room worker: drains one room's pending events, strictly in order.
+//! A room worker: handles one room's pending events in order, one turn at a time.
 //!
-//! 1. A turn left `running` by a crash is resumed first, with the same id and events, so
-//!    its writes reuse their transaction ids and nothing is posted twice.
-//! 2. The room's pending events are read in arrival order. Member events are applied
-//!    (`membership`); messages and reactions are triaged (`facts` + `triggers`).
-//! 3. Events that start nothing are marked processed. The rest are grouped into one batch
-//!    per persona addressed (in order of first address); each batch is claimed by a new
-//!    turn in the same transaction that creates it, and run.
-//! 4. Messages that arrived meanwhile are the next round of the loop.
+//! Each call of [`Worker::step`] does at most one turn's worth of work and returns, so
+//! the scheduler can serve other rooms between two turns of a busy one:
+//! 1. A turn left `running` by a crash is resumed (same id and events, so its writes
+//!    reuse their transaction ids and nothing is posted twice), and the step ends.
+//! 2. Otherwise the room's pending events are read in arrival order. Member events are
+//!    applied (`membership`); messages and reactions are triaged (`facts`, `triggers`);
+//!    what starts nothing is marked processed.
+//! 3. Questions that arrived too late (an outage) are not answered; the room is told once
+//!    per outage to ask again.
+//! 4. The first batch (one persona, one asker: a turn always answers one person) passes
+//!    the rate limits (`limiter`): a cooling room or asker gets nothing, a bucket that runs
+//!    dry gets one notice. Then it is claimed by a turn (or a `!usage` notice) and run.
+//!    Other batches stay pending for the next step.
 
-use ruma::RoomId;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use ruma::{OwnedRoomId, RoomId};
 
 use super::Error;
 use super::facts::Triage;
+use super::limiter::{Admit, Limiter, Who};
 use super::membership::Membership;
 use super::triggers::Trigger;
 use crate::clock::now_ms;
 use crate::matrix;
+use crate::metrics::Metrics;
 use crate::personas::{self, Persona};
 use crate::store::{Store, StoredEvent, TurnRow};
-use crate::turn::{Press, Turns};
+use crate::strings;
+use crate::turn::{Outcome, Press, Turns};
 
 /// Everything a room worker needs.
 #[derive(Debug)]
@@ -28,59 +39,103 @@ pub struct Worker {
     triage: Triage,
     membership: Membership,
     turns: Turns,
+    limiter: Limiter,
+    metrics: Arc<Metrics>,
+    /// Rooms told "I was away" since their last answered question.
+    told_away: Mutex<HashSet<OwnedRoomId>>,
 }
 
 /// An event that starts a turn, with its persona and reason.
 type Started<'a> = (&'a StoredEvent, &'a Persona, Trigger);
 
 impl Worker {
-    pub fn new(store: Store, triage: Triage, membership: Membership, turns: Turns) -> Self {
-        Self { store, triage, membership, turns }
+    pub fn new(
+        store: Store,
+        triage: Triage,
+        membership: Membership,
+        turns: Turns,
+        limiter: Limiter,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self { store, triage, membership, turns, limiter, metrics, told_away: Mutex::new(HashSet::new()) }
     }
 
     /// Rooms with pending events, oldest first (for the scheduler).
-    pub async fn rooms_with_pending(&self) -> Result<Vec<ruma::OwnedRoomId>, Error> {
+    pub async fn rooms_with_pending(&self) -> Result<Vec<OwnedRoomId>, Error> {
         Ok(self.store.rooms_with_pending().await?)
     }
 
-    /// Handles everything pending in `room`, including a turn a crash cut short.
-    pub async fn drain(&self, room: &RoomId) -> Result<(), Error> {
+    /// Does the next turn's worth of work in `room` (see the module docs).
+    pub async fn step(&self, room: &RoomId) -> Result<(), Error> {
         if let Some((turn, events)) = self.store.unfinished_turn(room).await? {
             tracing::info!(turn = turn.id, %room, "resuming a turn cut short");
             let presses = self.presses_of(&turn, &events).await?;
             self.turns.run(&turn, &events, &presses).await?;
+            return Ok(());
         }
-        loop {
-            let events = self.store.pending_events(room).await?;
-            if events.is_empty() {
-                return Ok(());
-            }
-            let mut quiet = Vec::new();
-            let mut started: Vec<Started<'_>> = Vec::new();
-            for event in &events {
-                match event.event_type.as_str() {
-                    "m.room.member" => {
-                        self.apply_membership(event).await?;
-                        quiet.push(event.seq);
-                    }
-                    "m.room.message" | "m.reaction" => match self.triage.trigger_of(event, true).await? {
-                        Some((persona, trigger)) => started.push((event, persona, trigger)),
-                        None => quiet.push(event.seq),
-                    },
-                    _ => quiet.push(event.seq),
+        let events = self.store.pending_events(room).await?;
+        let mut quiet = Vec::new();
+        let mut stale = Vec::new();
+        let mut started: Vec<Started<'_>> = Vec::new();
+        for event in &events {
+            match event.event_type.as_str() {
+                "m.room.member" => {
+                    self.apply_membership(event).await?;
+                    quiet.push(event.seq);
                 }
+                "m.room.message" | "m.reaction" => match self.triage.trigger_of(event).await? {
+                    Some((persona, _)) if self.triage.stale(event) => stale.push((event, persona)),
+                    Some((persona, trigger)) => started.push((event, persona, trigger)),
+                    None => quiet.push(event.seq),
+                },
+                _ => quiet.push(event.seq),
             }
-            self.store.mark_processed(&quiet).await?;
-            for batch in by_persona(&started) {
-                let (_, persona, _) = batch[0];
-                let (last, _, _) = batch[batch.len() - 1];
-                let seqs: Vec<i64> = batch.iter().map(|(e, _, _)| e.seq).collect();
-                let turn = self.store.start_turn(room, &persona.user_id, &last.sender, &seqs, now_ms()).await?;
-                let events: Vec<StoredEvent> = batch.iter().map(|(e, _, _)| (*e).clone()).collect();
+        }
+        self.store.mark_processed(&quiet).await?;
+        if let Some(&(last, persona)) = stale.last() {
+            Metrics::add(&self.metrics.events_stale, stale.len() as u64);
+            let stale_events: Vec<StoredEvent> = stale.iter().map(|(e, _)| (*e).clone()).collect();
+            let first =
+                self.told_away.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(room.to_owned());
+            if first {
+                let who = (room, &*persona.user_id, &*last.sender);
+                self.turns.notice(who, &stale_events, strings::AWAY.to_owned(), Outcome::Away).await?;
+            } else {
+                self.store.mark_processed(&stale_events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
+            }
+            return Ok(());
+        }
+        let Some(batch) = first_batch(&started) else { return Ok(()) };
+        self.told_away.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(room);
+        let (first, persona, trigger) = batch[0];
+        let asker = &*first.sender;
+        let events: Vec<StoredEvent> = batch.iter().map(|(e, _, _)| (*e).clone()).collect();
+        let who = (room, &*persona.user_id, asker);
+        match self.limiter.admit(room, asker, now_ms()) {
+            Admit::Cooling => {
+                tracing::info!(%room, %asker, "cooling down: not answered");
+                self.store.mark_processed(&events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
+            }
+            Admit::Tripped { who: whose, until } => {
+                let minutes = u64::try_from((until - now_ms() + 59_999) / 60_000).unwrap_or(1).max(1);
+                let text = match whose {
+                    Who::Room => strings::room_cooling(minutes),
+                    Who::Asker => strings::asker_cooling(asker.as_str(), minutes),
+                };
+                tracing::warn!(%room, %asker, ?whose, "turn rate limit tripped; cooling down");
+                self.turns.notice(who, &events, text, Outcome::RateLimited).await?;
+            }
+            Admit::Go if *trigger == Trigger::Usage => {
+                self.turns.usage(who, &events).await?;
+            }
+            Admit::Go => {
+                let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+                let turn = self.store.start_turn(room, &persona.user_id, asker, &seqs, None, now_ms()).await?;
                 let presses: Vec<Press> = batch.iter().filter_map(|(_, _, t)| press(t)).collect();
                 self.turns.run(&turn, &events, &presses).await?;
             }
         }
+        Ok(())
     }
 
     /// A member event, applied. One the homeserver refuses for good is logged and done,
@@ -100,7 +155,7 @@ impl Worker {
     async fn presses_of(&self, turn: &TurnRow, events: &[StoredEvent]) -> Result<Vec<Press>, Error> {
         let mut out = Vec::new();
         for e in events {
-            if let Some((p, t)) = self.triage.trigger_of(e, false).await?
+            if let Some((p, t)) = self.triage.trigger_of(e).await?
                 && p.user_id == turn.persona
                 && let Some(press) = press(&t)
             {
@@ -118,14 +173,14 @@ fn press(trigger: &Trigger) -> Option<Press> {
     }
 }
 
-/// The started events grouped by persona, in order of each persona's first address.
-fn by_persona<'a, 'b>(started: &'b [Started<'a>]) -> Vec<Vec<&'b Started<'a>>> {
-    let mut batches: Vec<Vec<&Started<'a>>> = Vec::new();
-    for s in started {
-        match batches.iter_mut().find(|b| b[0].1.user_id == s.1.user_id) {
-            Some(batch) => batch.push(s),
-            None => batches.push(vec![s]),
-        }
-    }
-    batches
+/// The first batch: the started events of the first persona and asker addressed, in
+/// order; a `!usage` command is a batch of its own.
+fn first_batch<'a, 'b>(started: &'b [Started<'a>]) -> Option<Vec<&'b Started<'a>>> {
+    let (head, head_persona, head_trigger) = started.first()?;
+    let command = *head_trigger == Trigger::Usage;
+    let same = |(e, p, t): &&Started<'a>| {
+        p.user_id == head_persona.user_id && e.sender == head.sender && (*t == Trigger::Usage) == command
+    };
+    let batch: Vec<&Started<'a>> = started.iter().filter(same).collect();
+    Some(if command { batch.into_iter().take(1).collect() } else { batch })
 }

@@ -31,6 +31,8 @@ pub struct StoredEvent {
     pub event_type: String,
     pub state_key: Option<String>,
     pub origin_ts: i64,
+    /// When richbot received the event (ms); with `origin_ts`, how late it was delivered.
+    pub received_at: i64,
     pub event: Value,
     pub processed: bool,
 }
@@ -60,13 +62,15 @@ impl StoredEvent {
             event_type: row.try_get("event_type")?,
             state_key: row.try_get("state_key")?,
             origin_ts: row.try_get("origin_ts")?,
+            received_at: row.try_get("received_at")?,
             event: serde_json::from_str(&text)?,
             processed: row.try_get::<i64, _>("processed")? != 0,
         })
     }
 }
 
-const COLUMNS: &str = "seq, event_id, room_id, sender, event_type, state_key, origin_ts, event, processed";
+pub(super) const COLUMNS: &str =
+    "seq, event_id, room_id, sender, event_type, state_key, origin_ts, received_at, event, processed";
 
 impl Store {
     /// Stores events in one transaction; an event id seen before is skipped. Returns how

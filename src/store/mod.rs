@@ -14,6 +14,7 @@ mod outbox;
 mod rooms;
 mod sent;
 mod turns;
+mod usage;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -27,7 +28,8 @@ use sqlx::sqlite::{
 pub use events::{NewEvent, StoredEvent};
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use sent::{NewSent, SentMessage};
-pub use turns::{TurnRecord, TurnRow};
+pub use turns::{Notice, TurnRecord, TurnRow};
+pub use usage::{BudgetKind, Budgets, DAY_MS, DayUse, Spent};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 

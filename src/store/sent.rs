@@ -125,4 +125,32 @@ impl Store {
             .await?;
         Ok(())
     }
+
+    /// Records the `send` button ids a persona posted in a room (with the message).
+    pub async fn record_buttons(&self, room: &RoomId, sender: &UserId, event: &EventId, ids: &[String]) -> Result<()> {
+        for id in ids {
+            sqlx::query(
+                "INSERT INTO sent_buttons (room_id, sender, button_id, event_id) VALUES (?, ?, ?, ?)
+                 ON CONFLICT (room_id, sender, button_id) DO UPDATE SET event_id = excluded.event_id",
+            )
+            .bind(room.as_str())
+            .bind(sender.as_str())
+            .bind(id)
+            .bind(event.as_str())
+            .execute(&self.pool)
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Whether `sender` posted a button with id `button_id` in `room`.
+    pub async fn button_posted(&self, room: &RoomId, sender: &UserId, button_id: &str) -> Result<bool> {
+        let row = sqlx::query("SELECT 1 FROM sent_buttons WHERE room_id = ? AND sender = ? AND button_id = ?")
+            .bind(room.as_str())
+            .bind(sender.as_str())
+            .bind(button_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
+    }
 }

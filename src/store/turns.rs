@@ -3,6 +3,7 @@
 use ruma::{OwnedRoomId, OwnedUserId, RoomId, UserId};
 use sqlx::Row;
 
+use super::events::COLUMNS;
 use super::{Result, Store, StoredEvent, id};
 
 /// A turn that was started (and, if found at start-up, cut short).
@@ -12,6 +13,16 @@ pub struct TurnRow {
     pub room_id: OwnedRoomId,
     pub persona: OwnedUserId,
     pub asker: OwnedUserId,
+    /// For a turn that only posts a notice: the notice, and the outcome it ends with.
+    pub notice: Option<Notice>,
+}
+
+/// The one message of a notice-only turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The turn's outcome once posted, as text.
+    pub outcome: String,
+    pub text: String,
 }
 
 /// What a finished turn records. `outcome` is the turn's `Outcome` as text (the turn
@@ -25,37 +36,50 @@ pub struct TurnRecord {
 }
 
 impl Store {
-    /// Starts a turn answering the events `seqs` (claimed by it in the same transaction).
+    /// Starts a turn answering the events `seqs` (claimed by it in the same transaction);
+    /// with `notice`, a turn that only posts that notice.
     pub async fn start_turn(
         &self,
         room_id: &RoomId,
         persona: &UserId,
         asker: &UserId,
         seqs: &[i64],
+        notice: Option<&Notice>,
         now: i64,
     ) -> Result<TurnRow> {
         let mut tx = self.pool.begin().await?;
-        let id: i64 =
-            sqlx::query("INSERT INTO turns (room_id, persona, asker, started_at) VALUES (?, ?, ?, ?) RETURNING id")
-                .bind(room_id.as_str())
-                .bind(persona.as_str())
-                .bind(asker.as_str())
-                .bind(now)
-                .fetch_one(&mut *tx)
-                .await?
-                .try_get("id")?;
+        let id: i64 = sqlx::query(
+            "INSERT INTO turns (room_id, persona, asker, started_at, notice, notice_outcome)
+             VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(room_id.as_str())
+        .bind(persona.as_str())
+        .bind(asker.as_str())
+        .bind(now)
+        .bind(notice.map(|n| n.text.as_str()))
+        .bind(notice.map(|n| n.outcome.as_str()))
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("id")?;
         for seq in seqs {
             sqlx::query("UPDATE events SET turn_id = ? WHERE seq = ?").bind(id).bind(seq).execute(&mut *tx).await?;
         }
         tx.commit().await?;
-        Ok(TurnRow { id, room_id: room_id.to_owned(), persona: persona.to_owned(), asker: asker.to_owned() })
+        Ok(TurnRow {
+            id,
+            room_id: room_id.to_owned(),
+            persona: persona.to_owned(),
+            asker: asker.to_owned(),
+            notice: notice.cloned(),
+        })
     }
 
     /// A turn of this room that was started but never finished (a crash), with the events
     /// it claimed.
     pub async fn unfinished_turn(&self, room_id: &RoomId) -> Result<Option<(TurnRow, Vec<StoredEvent>)>> {
         let row = sqlx::query(
-            "SELECT id, room_id, persona, asker FROM turns WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1",
+            "SELECT id, room_id, persona, asker, notice, notice_outcome FROM turns
+             WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1",
         )
         .bind(room_id.as_str())
         .fetch_optional(&self.pool)
@@ -66,14 +90,13 @@ impl Store {
             room_id: id(&row, "room_id")?,
             persona: id(&row, "persona")?,
             asker: id(&row, "asker")?,
+            notice: match (row.try_get::<Option<String>, _>("notice")?, row.try_get("notice_outcome")?) {
+                (Some(text), Some(outcome)) => Some(Notice { outcome, text }),
+                _ => None,
+            },
         };
-        let rows = sqlx::query(
-            "SELECT seq, event_id, room_id, sender, event_type, state_key, origin_ts, event, processed
-             FROM events WHERE turn_id = ? ORDER BY seq",
-        )
-        .bind(turn.id)
-        .fetch_all(&self.pool)
-        .await?;
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE turn_id = ? ORDER BY seq");
+        let rows = sqlx::query(&sql).bind(turn.id).fetch_all(&self.pool).await?;
         let events = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;
         Ok(Some((turn, events)))
     }

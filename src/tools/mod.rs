@@ -84,6 +84,8 @@ pub enum ToolErrorCode {
     HomeserverUnavailable,
     /// richbot itself failed (its database, a corrupt record); not the call's fault.
     Internal,
+    /// A limit of the turn (tool calls per reply, writes per turn) was reached.
+    LimitReached,
 }
 
 impl std::fmt::Display for ToolErrorCode {

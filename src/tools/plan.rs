@@ -23,7 +23,7 @@ pub fn plan(name: &str, args: &Value) -> Result<RichCall, ToolError> {
         other => {
             return Err(ToolError::new(
                 UnknownTool,
-                format!("unknown tool \"{}\" (tools: {RICH_SEND}, {RICH_EDIT})", cut(other, 40)),
+                format!("no tool `{}` (tools: {RICH_SEND}, {RICH_EDIT})", cut(other, 40)),
             ));
         }
     };
@@ -113,18 +113,31 @@ fn fallback(value: Option<&Value>, payload: &Rich) -> Result<String, ToolError> 
     Ok(text)
 }
 
+/// Most bytes in a `room` argument (the mxblocks-tools reference's cap).
+const MAX_ROOM_BYTES: usize = 300;
+/// Most bytes in an event id (the Matrix spec's cap on ids).
+const MAX_EVENT_ID_BYTES: usize = 255;
+
+/// `room`: trimmed; left out (or empty) is this chat; `dm`; else one line of at most 300
+/// bytes, checked against the sandbox later.
 fn room(value: Option<&Value>) -> Result<RoomTarget, ToolError> {
-    match value {
-        None | Some(Value::Null) => Ok(RoomTarget::Here),
-        Some(Value::String(s)) if s == "dm" => Ok(RoomTarget::Dm),
-        Some(Value::String(s)) if (1..=300).contains(&s.chars().count()) && !s.contains(['\n', '\r']) => {
-            Ok(RoomTarget::Named(s.clone()))
-        }
-        Some(_) => Err(ToolError::at(
+    let refuse = || {
+        ToolError::at(
             InvalidArguments,
             "room",
-            "room must be one line of 1-300 characters: leave it out for this chat, \"dm\", or a room id",
-        )),
+            "room must be one line of at most 300 bytes without tabs: leave it out for this chat, \"dm\", or a room id",
+        )
+    };
+    match value {
+        None | Some(Value::Null) => Ok(RoomTarget::Here),
+        Some(Value::String(s)) => match s.trim() {
+            "dm" => Ok(RoomTarget::Dm),
+            s if !s.is_empty() && s.len() <= MAX_ROOM_BYTES && !s.contains(['\n', '\r', '\t']) => {
+                Ok(RoomTarget::Named(s.to_owned()))
+            }
+            _ => Err(refuse()),
+        },
+        Some(_) => Err(refuse()),
     }
 }
 
@@ -133,15 +146,15 @@ fn optional_event_id(args: &Map<String, Value>, key: &str) -> Result<Option<Owne
         ToolError::at(
             InvalidArguments,
             key,
-            format!("{key} must be an event id: \"$\" then 1-254 non-space characters"),
+            format!("{key} must be an event id: \"$\" then non-space characters, at most {MAX_EVENT_ID_BYTES} bytes"),
         )
     };
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
+            let s = s.trim();
             let rest = s.strip_prefix('$').ok_or_else(bad)?;
-            let n = rest.chars().count();
-            if n == 0 || n > 254 || rest.contains(char::is_whitespace) {
+            if rest.is_empty() || s.len() > MAX_EVENT_ID_BYTES || rest.contains(char::is_whitespace) {
                 return Err(bad());
             }
             EventId::parse(s).map(Some).map_err(|_| bad())

@@ -14,7 +14,8 @@ use crate::blocks::CATALOGUE;
 pub struct RoomChoices {
     /// Whether the current chat is already the asker's DM (then `dm` means this chat).
     pub in_dm: bool,
-    /// Other rooms both the asker and the persona are joined to: (room id, name).
+    /// Other rooms both the asker and the persona are joined to: (room id, name). Names
+    /// are members' words: the description quotes them as JSON strings, as data.
     pub shared: Vec<(OwnedRoomId, String)>,
 }
 
@@ -121,7 +122,8 @@ fn room_schema(rooms: &RoomChoices) -> Value {
     if !rooms.shared.is_empty() {
         description.push_str("; or one of these rooms you share with them:");
         for (id, name) in &rooms.shared {
-            description.push_str(&format!(" {id} ({name});"));
+            let name = serde_json::to_string(name).unwrap_or_default();
+            description.push_str(&format!(" {id} (named {name});"));
             choices.push(json!(id.as_str()));
         }
     }

@@ -164,6 +164,7 @@ mod tests {
             event_type: "m.room.message".into(),
             state_key: None,
             origin_ts: 0,
+            received_at: 0,
             event: json!({"content": content}),
             processed: false,
         }

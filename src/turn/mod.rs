@@ -4,37 +4,45 @@
 //! 1. The [`Scope`] is settled: room, persona, asker, whether the room is a DM, and the
 //!    thread the turn answers in (the last triggering event's).
 //! 2. The conversation is built (`context`, pure) from the room's stored history; the
-//!    tools are offered with the rooms the asker may name (`tools::tool_specs`).
-//! 3. The agent loop runs with the persona's typing notice on; each tool call goes through
-//!    the [`runner`](runner::Runner): `plan`, the sandbox (`targets`), rendering, and the
-//!    outbox, which gives every write a transaction id fixed before its first attempt.
-//! 4. The final text is posted unless it is `[no reply]`; the LLM failing or the round
-//!    limit is told to the person. The turn is finished with its [`Outcome`] and usage,
-//!    which marks its events processed in the same transaction.
+//!    tools are offered with the rooms the asker may name (`targets::choices`).
+//! 3. The agent loop runs with the persona's typing notice on, within the turn's deadline
+//!    and its bounds (rounds, tool calls per reply); every model call is metered against
+//!    the token budgets (`budget`). Each tool call goes through the
+//!    [`runner`](runner::Runner): `plan`, the sandbox (`targets`), the write cap,
+//!    rendering, and the outbox, which gives every write a transaction id fixed before
+//!    its first attempt.
+//! 4. The final text is posted unless it is `[no reply]`; the LLM failing, the round
+//!    limit, the deadline or a spent budget is told to the person as an `m.notice`. The
+//!    turn is finished with its [`Outcome`] and usage, which marks its events processed in
+//!    the same transaction.
 //!
-//! A crash anywhere leaves the turn `running`; the room stage resumes it with the same id,
+//! A turn that only posts a notice (`notice`) records the notice before posting it. A
+//! crash anywhere leaves the turn `running`; the room stage resumes it with the same id,
 //! so its writes reuse their transaction ids and nothing is posted twice.
 
+mod budget;
 pub mod context;
+mod notices;
 mod outcome;
 mod runner;
 mod targets;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ruma::{OwnedEventId, OwnedRoomId, OwnedUserId};
 
-use crate::agent::{self, Llm, run_loop};
+use crate::agent::{self, Bounds, Llm, run_loop};
 use crate::blocks::WriterKey;
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
-use crate::outbox::{self, Outbox, Write, WriteId};
+use crate::outbox::{Outbox, WriteId};
 use crate::personas::Personas;
-use crate::render;
-use crate::store::{self, Store, StoredEvent, TurnRecord, TurnRow};
+use crate::store::{self, Notice, Store, StoredEvent, TurnRecord, TurnRow};
 use crate::strings;
-use crate::tools::{RoomChoices, prompt_line, tool_specs};
+use crate::tools::{prompt_line, tool_specs};
 
+pub use budget::Budget;
 pub use context::Press;
 pub use outcome::{Outcome, UnknownOutcome};
 
@@ -57,8 +65,12 @@ pub struct Limits {
     pub key: WriterKey,
     /// Characters of room history in the prompt at most.
     pub history_chars: usize,
-    /// Model rounds per turn at most.
-    pub max_rounds: u32,
+    /// Model rounds per turn, and tool calls run per model reply.
+    pub bounds: Bounds,
+    /// Sends and edits made by tool calls per turn.
+    pub writes_per_turn: u32,
+    /// A whole turn ends by then.
+    pub deadline: Duration,
 }
 
 /// Runs turns. Cheap to share behind an `Arc`.
@@ -69,6 +81,7 @@ pub struct Turns {
     outbox: Outbox,
     personas: Personas,
     metrics: Arc<Metrics>,
+    budget: Budget,
     limits: Limits,
 }
 
@@ -79,9 +92,10 @@ impl Turns {
         outbox: Outbox,
         personas: Personas,
         metrics: Arc<Metrics>,
+        budget: Budget,
         limits: Limits,
     ) -> Self {
-        Self { store, llm, outbox, personas, metrics, limits }
+        Self { store, llm, outbox, personas, metrics, budget, limits }
     }
 
     /// Runs `turn` (answering `events`, with the button `presses` among them) to the end
@@ -92,18 +106,15 @@ impl Turns {
         events: &[StoredEvent],
         presses: &[Press],
     ) -> Result<Outcome, store::Error> {
+        let scope = self.scope(turn, events).await?;
+        if let Some(notice) = &turn.notice {
+            let outcome = notice.outcome.parse().unwrap_or(Outcome::NoReply);
+            return self.say(turn, &scope, &notice.text, outcome).await;
+        }
         let Some(persona) = self.personas.get(&turn.persona) else {
             return self.finish(turn, Outcome::PersonaRemoved, TurnRecord::default()).await;
         };
         let last_seq = events.iter().map(|e| e.seq).max().unwrap_or(i64::MAX);
-        let joined = self.store.joined_members(&turn.room_id).await?;
-        let scope = Scope {
-            room: turn.room_id.clone(),
-            persona: turn.persona.clone(),
-            asker: turn.asker.clone(),
-            is_dm: joined.len() == 2,
-            thread: events.last().and_then(StoredEvent::relation).and_then(|r| r.thread_root().map(ToOwned::to_owned)),
-        };
         let history = self.store.history(&scope.room, last_seq, 200).await?;
         let situation = context::Situation {
             scope: &scope,
@@ -114,54 +125,122 @@ impl Turns {
             budget: self.limits.history_chars,
         };
         let messages = context::build(&situation, &history, presses);
-        let tools = tool_specs(&self.room_choices(&scope).await?, self.outbox.interval_ms());
+        let choices = targets::choices(&self.store, &scope).await?;
+        let tools = tool_specs(&choices, self.outbox.interval_ms());
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
-        let mut runner =
-            runner::Runner::new(&self.store, &self.outbox, &self.metrics, self.limits.key, &scope, turn.id);
-        let (result, conversation) = run_loop(&self.llm, messages, &tools, &mut runner, self.limits.max_rounds).await;
+        let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, &scope);
+        let mut runner = runner::Runner::new(&self.store, &self.outbox, &self.metrics, &scope, turn.id, self.limits);
+        let bounded = run_loop(&metered, messages, &tools, &mut runner, self.limits.bounds);
+        let result = tokio::time::timeout(self.limits.deadline, bounded).await;
         let next = runner.next_write();
-        self.count_llm(&result, &conversation);
         typing.stop().await;
+        let stopped = metered.stopped();
 
-        let say = |text: &'static str| self.post_text(&scope, next, text);
         let (outcome, record) = match result {
-            Ok(done) => {
-                let record = TurnRecord {
-                    outcome: String::new(),
-                    rounds: done.rounds,
-                    prompt_tokens: done.usage.prompt,
-                    completion_tokens: done.usage.completion,
-                };
-                let outcome = match done.text.as_deref().map(str::trim) {
-                    Some(text) if text != strings::NO_REPLY && !text.is_empty() => {
-                        match self.post_text(&scope, next, text).await {
-                            Ok(()) => Outcome::Answered,
-                            Err(reason) => {
-                                tracing::warn!(turn = turn.id, error = %reason, "could not post the answer");
-                                Outcome::PostFailed(reason)
-                            }
-                        }
-                    }
-                    None if done.exhausted => {
-                        if let Err(reason) = say(strings::TOO_MANY_ROUNDS).await {
-                            tracing::warn!(turn = turn.id, error = %reason, "could not say the round limit was hit");
-                        }
-                        Outcome::MaxRounds
-                    }
-                    _ => Outcome::NoReply,
-                };
-                (outcome, record)
+            Err(_) => {
+                tracing::warn!(turn = turn.id, room = %scope.room, "the turn ran past its deadline");
+                self.tell(turn, &scope, next, strings::DEADLINE).await;
+                (Outcome::Deadline, TurnRecord::default())
             }
-            Err(e) => {
-                tracing::error!(turn = turn.id, room = %scope.room, error = %e, "the LLM failed; telling the user");
-                if let Err(reason) = say(strings::LLM_FAILED).await {
-                    tracing::warn!(turn = turn.id, error = %reason, "could not say the LLM failed");
+            Ok((result, conversation)) => {
+                self.count_llm(&result, &conversation);
+                match (result, stopped) {
+                    (Err(_), Some(budget::Stop::Store(e))) => return Err(e),
+                    (Err(_), Some(budget::Stop::Spent(spent))) => {
+                        if self.budget.first_notice(&self.store, &scope, spent).await? {
+                            let text = notices::budget_spent(spent, self.budget.limit(spent.kind));
+                            self.tell(turn, &scope, next, &text).await;
+                        }
+                        (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())
+                    }
+                    (Err(e), None) => {
+                        tracing::error!(turn = turn.id, room = %scope.room, error = %e, "the LLM failed; telling the user");
+                        self.tell(turn, &scope, next, strings::LLM_FAILED).await;
+                        (Outcome::LlmFailed(e.to_string()), TurnRecord::default())
+                    }
+                    (Ok(done), _) => self.answered(turn, &scope, next, done).await,
                 }
-                (Outcome::LlmFailed(e.to_string()), TurnRecord::default())
             }
         };
         self.finish(turn, outcome, record).await
+    }
+
+    /// The outcome of a loop that ended with the model's answer (or the round limit).
+    async fn answered(
+        &self,
+        turn: &TurnRow,
+        scope: &Scope,
+        next: WriteId,
+        done: agent::Outcome,
+    ) -> (Outcome, TurnRecord) {
+        let record = TurnRecord {
+            outcome: String::new(),
+            rounds: done.rounds,
+            prompt_tokens: done.usage.prompt,
+            completion_tokens: done.usage.completion,
+        };
+        let outcome = match done.text.as_deref().map(str::trim) {
+            Some(text) if text != strings::NO_REPLY && !text.is_empty() => {
+                match notices::post(&self.outbox, scope, next, text, false).await {
+                    Ok(()) => Outcome::Answered,
+                    Err(reason) => {
+                        tracing::warn!(turn = turn.id, error = %reason, "could not post the answer");
+                        Outcome::PostFailed(reason)
+                    }
+                }
+            }
+            None if done.exhausted => {
+                self.tell(turn, scope, next, strings::TOO_MANY_ROUNDS).await;
+                Outcome::MaxRounds
+            }
+            _ => Outcome::NoReply,
+        };
+        (outcome, record)
+    }
+
+    /// Starts and runs a turn that only posts `text` as a notice and ends with `outcome`,
+    /// claiming `seqs` (so they are answered by it, and by nothing else).
+    pub async fn notice(
+        &self,
+        scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
+        events: &[StoredEvent],
+        text: String,
+        outcome: Outcome,
+    ) -> Result<Outcome, store::Error> {
+        let (room, persona, asker) = scope_of;
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        let notice = Notice { outcome: outcome.to_string(), text };
+        let turn = self.store.start_turn(room, persona, asker, &seqs, Some(&notice), now_ms()).await?;
+        self.run(&turn, events, &[]).await
+    }
+
+    /// `!usage`: the asker's use and limit over the rolling day, as a notice turn.
+    pub async fn usage(
+        &self,
+        scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
+        events: &[StoredEvent],
+    ) -> Result<Outcome, store::Error> {
+        let asker = scope_of.2;
+        let (used, limit) = self.budget.day_use(&self.store, asker).await?;
+        let text = strings::usage(asker.as_str(), used.tokens, used.turns, limit);
+        self.notice(scope_of, events, text, Outcome::Usage).await
+    }
+
+    /// Posts a notice-only turn's notice (write 0), then finishes it.
+    async fn say(&self, turn: &TurnRow, scope: &Scope, text: &str, outcome: Outcome) -> Result<Outcome, store::Error> {
+        let outcome = match notices::post(&self.outbox, scope, WriteId { turn: turn.id, seq: 0 }, text, true).await {
+            Ok(()) => outcome,
+            Err(reason) => Outcome::PostFailed(reason),
+        };
+        self.finish(turn, outcome, TurnRecord::default()).await
+    }
+
+    /// Tells the person something went wrong (an `m.notice`); a failure to is only logged.
+    async fn tell(&self, turn: &TurnRow, scope: &Scope, id: WriteId, text: &str) {
+        if let Err(reason) = notices::post(&self.outbox, scope, id, text, true).await {
+            tracing::warn!(turn = turn.id, error = %reason, "could not post a notice");
+        }
     }
 
     /// Records the end of a turn (its events become processed in the same transaction).
@@ -173,16 +252,15 @@ impl Turns {
         Ok(outcome)
     }
 
-    /// The other rooms the asker may name: those both share, by name.
-    async fn room_choices(&self, scope: &Scope) -> Result<RoomChoices, store::Error> {
-        let mut choices = RoomChoices { in_dm: scope.is_dm, shared: Vec::new() };
-        for room in self.store.shared_rooms(&scope.persona, &scope.asker).await? {
-            if room != scope.room {
-                let name = self.store.room_name(&room).await?.unwrap_or_else(|| "unnamed room".to_owned());
-                choices.shared.push((room, name));
-            }
-        }
-        Ok(choices)
+    async fn scope(&self, turn: &TurnRow, events: &[StoredEvent]) -> Result<Scope, store::Error> {
+        let joined = self.store.joined_members(&turn.room_id).await?;
+        Ok(Scope {
+            room: turn.room_id.clone(),
+            persona: turn.persona.clone(),
+            asker: turn.asker.clone(),
+            is_dm: joined.len() == 2,
+            thread: events.last().and_then(StoredEvent::relation).and_then(|r| r.thread_root().map(ToOwned::to_owned)),
+        })
     }
 
     fn count_llm(&self, result: &Result<agent::Outcome, agent::Error>, conversation: &[agent::Message]) {
@@ -193,22 +271,11 @@ impl Turns {
                 Metrics::add(&self.metrics.prompt_tokens, outcome.usage.prompt);
                 Metrics::add(&self.metrics.completion_tokens, outcome.usage.completion);
             }
+            Err(agent::Error::NotAllowed(_)) => Metrics::add(&self.metrics.llm_requests, answered),
             Err(_) => {
                 Metrics::add(&self.metrics.llm_requests, answered + 1);
                 Metrics::inc(&self.metrics.llm_failures);
             }
         }
-    }
-
-    /// Posts `text` (CommonMark) as the turn's write `id`, in the turn's thread. The error
-    /// says why, in words for the log and the turn's record.
-    async fn post_text(&self, scope: &Scope, id: WriteId, text: &str) -> Result<(), String> {
-        let thread = scope.thread.as_deref();
-        let content = render::text(text, thread).map_err(|e| format!("the answer cannot be sent: {e}"))?;
-        let write = Write { id, room: &scope.room, persona: &scope.persona };
-        self.outbox.send(&write, &content, thread).await.map(drop).map_err(|e| match e {
-            outbox::Error::Store(e) => format!("store: {e}"),
-            e => e.to_string(),
-        })
     }
 }

@@ -18,6 +18,17 @@ pub enum Outcome {
     LlmFailed(String),
     /// The answer could not be posted (refused, unavailable, or too large).
     PostFailed(String),
+    /// The turn ran past its deadline; the person was told.
+    Deadline,
+    /// A token budget (`user`, `room`, `deployment`) had no room for the call; the LLM was
+    /// not called, and the person was told (once until it refills).
+    BudgetSpent(String),
+    /// A turn rate limit tripped; the room or asker was told it cools down.
+    RateLimited,
+    /// Questions arrived too late (an outage); the room was told to ask again.
+    Away,
+    /// `!usage` was answered.
+    Usage,
     /// The turn's persona is no longer configured.
     PersonaRemoved,
     /// A persona greeted the room it joined.
@@ -35,6 +46,11 @@ impl Outcome {
             Outcome::MaxRounds => "max_rounds",
             Outcome::LlmFailed(_) => "llm_failed",
             Outcome::PostFailed(_) => "post_failed",
+            Outcome::Deadline => "deadline",
+            Outcome::BudgetSpent(_) => "budget_spent",
+            Outcome::RateLimited => "rate_limited",
+            Outcome::Away => "away",
+            Outcome::Usage => "usage",
             Outcome::PersonaRemoved => "persona_removed",
             Outcome::Greeted => "greeted",
             Outcome::GreetingFailed(_) => "greeting_failed",
@@ -43,7 +59,9 @@ impl Outcome {
 
     fn detail(&self) -> Option<&str> {
         match self {
-            Outcome::LlmFailed(d) | Outcome::PostFailed(d) | Outcome::GreetingFailed(d) => Some(d),
+            Outcome::LlmFailed(d) | Outcome::PostFailed(d) | Outcome::GreetingFailed(d) | Outcome::BudgetSpent(d) => {
+                Some(d)
+            }
             _ => None,
         }
     }
@@ -77,6 +95,11 @@ impl FromStr for Outcome {
             "max_rounds" => Outcome::MaxRounds,
             "llm_failed" => Outcome::LlmFailed(detail),
             "post_failed" => Outcome::PostFailed(detail),
+            "deadline" => Outcome::Deadline,
+            "budget_spent" => Outcome::BudgetSpent(detail),
+            "rate_limited" => Outcome::RateLimited,
+            "away" => Outcome::Away,
+            "usage" => Outcome::Usage,
             "persona_removed" => Outcome::PersonaRemoved,
             "greeted" => Outcome::Greeted,
             "greeting_failed" => Outcome::GreetingFailed(detail),
@@ -97,6 +120,11 @@ mod tests {
             Outcome::MaxRounds,
             Outcome::LlmFailed("LLM request failed: timed out: a: b".into()),
             Outcome::PostFailed("M_FORBIDDEN (403): no".into()),
+            Outcome::Deadline,
+            Outcome::BudgetSpent("user".into()),
+            Outcome::RateLimited,
+            Outcome::Away,
+            Outcome::Usage,
             Outcome::PersonaRemoved,
             Outcome::Greeted,
             Outcome::GreetingFailed("homeserver unavailable: 502".into()),

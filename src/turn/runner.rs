@@ -1,16 +1,18 @@
 //! Runs the model's tool calls for one turn: parse the arguments, `plan` them, settle the
-//! target room (`targets`, the sandbox), check ownership for edits, render the content,
-//! and write through the outbox. Every failure becomes a tool result
-//! `{"error", "code", "path"}` the model can act on, with a code that says whose fault it
-//! is: the call's, the homeserver's (for good, or for now), or richbot's.
+//! target room (`targets`, the sandbox: the asker's rooms only, for sends and edits
+//! alike, and reply or thread targets of that room), check ownership for edits, count the
+//! turn's writes against its cap, render the content, and write through the outbox. Every
+//! failure becomes a tool result `{"error", "code", "path"}` the model can act on, with a
+//! code that says whose fault it is: the call's, a limit's, the homeserver's (for good, or
+//! for now), or richbot's.
 
 use ruma::EventId;
 use serde_json::{Value, json};
 
-use super::Scope;
 use super::targets::{self, internal};
+use super::{Limits, Scope};
 use crate::agent::{ToolCall, ToolRunner};
-use crate::blocks::WriterKey;
+use crate::blocks::Rich;
 use crate::metrics::Metrics;
 use crate::outbox::{self, Outbox, Write, WriteId};
 use crate::render::{self, Relation};
@@ -22,11 +24,13 @@ pub struct Runner<'a> {
     store: &'a Store,
     outbox: &'a Outbox,
     metrics: &'a Metrics,
-    key: WriterKey,
     scope: &'a Scope,
     turn: i64,
+    limits: Limits,
     /// The next write's number within the turn (shared with the final answer).
     seq: i64,
+    /// Sends and edits made so far.
+    writes: u32,
 }
 
 impl<'a> Runner<'a> {
@@ -34,11 +38,11 @@ impl<'a> Runner<'a> {
         store: &'a Store,
         outbox: &'a Outbox,
         metrics: &'a Metrics,
-        key: WriterKey,
         scope: &'a Scope,
         turn: i64,
+        limits: Limits,
     ) -> Self {
-        Self { store, outbox, metrics, key, scope, turn, seq: 0 }
+        Self { store, outbox, metrics, scope, turn, limits, seq: 0, writes: 0 }
     }
 
     /// The id the turn's next write (its final answer) takes.
@@ -57,12 +61,24 @@ impl ToolRunner for Runner<'_> {
                 }
                 v.to_string()
             }
-            Err(e) => {
-                tracing::info!(tool = %call.name, code = %e.code, error = %e.error, "tool call refused");
-                self.metrics.tool_call(&call.name, &e.code.to_string());
-                e.to_result()
-            }
+            Err(e) => self.refused(call, &e),
         }
+    }
+
+    fn skipped(&mut self, call: &ToolCall, limit: usize) -> String {
+        let e = ToolError::new(
+            ToolErrorCode::LimitReached,
+            format!("at most {limit} tool calls are run per reply; this one was not. Make fewer calls."),
+        );
+        self.refused(call, &e)
+    }
+}
+
+impl Runner<'_> {
+    fn refused(&self, call: &ToolCall, e: &ToolError) -> String {
+        tracing::info!(tool = %call.name, code = %e.code, error = %e.error, "tool call refused");
+        self.metrics.tool_call(&call.name, &e.code.to_string());
+        e.to_result()
     }
 }
 
@@ -79,20 +95,34 @@ impl Runner<'_> {
             })?
         };
         let planned = plan(&call.name, &args)?;
+        if self.writes >= self.limits.writes_per_turn {
+            return Err(ToolError::new(
+                ToolErrorCode::LimitReached,
+                format!("at most {} messages and edits per turn; finish with text", self.limits.writes_per_turn),
+            ));
+        }
+        self.writes += 1;
         let id = self.next_write();
         self.seq += 1;
         let scope = self.scope;
+        let key = self.limits.key;
         match planned {
             RichCall::Send { payload, fallback, reply_to, thread, room } => {
                 let room = targets::resolve(self.store, self.outbox, scope, &room).await?;
+                for (path, event) in [("reply_to", &reply_to), ("thread", &thread)] {
+                    if let Some(event) = event {
+                        targets::event_in_room(self.store, event, &room, path).await?;
+                    }
+                }
                 let here_thread = if room == scope.room { scope.thread.as_deref() } else { None };
                 let thread = thread.as_deref().or(here_thread);
                 let math = payload.find_math();
                 let relation = Relation { reply_to: reply_to.as_deref(), thread };
-                let content = render::message(&fallback, Some(&payload.to_value()), self.key, &math, relation)
+                let content = render::message(&fallback, Some(&payload.to_value()), key, &math, relation)
                     .map_err(render_error)?;
                 let write = Write { id, room: &room, persona: &scope.persona };
                 let event_id = self.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
+                self.record_buttons(&room, &event_id, &payload).await?;
                 Ok(json!({"event_id": event_id}))
             }
             RichCall::Edit { event_id, payload, fallback, room } => {
@@ -106,6 +136,15 @@ impl Runner<'_> {
                 })?;
                 // An edit of an edit is aimed at the original.
                 let original: &EventId = sent.replaces.as_deref().unwrap_or(&event_id);
+                // The sandbox holds for edits too: only in a room the asker is in.
+                let path = if room == RoomTarget::Here { "event_id" } else { "room" };
+                if !targets::joined(self.store, &sent.room_id, &scope.asker).await? {
+                    return Err(ToolError::at(
+                        ToolErrorCode::RoomNotAllowed,
+                        path,
+                        format!("that message is in a room {} is not in; you may edit only there", scope.asker),
+                    ));
+                }
                 if room != RoomTarget::Here
                     && targets::resolve(self.store, self.outbox, scope, &room).await? != sent.room_id
                 {
@@ -116,13 +155,21 @@ impl Runner<'_> {
                     ));
                 }
                 let math = payload.find_math();
-                let content = render::edit(original, &fallback, Some(&payload.to_value()), self.key, &math)
-                    .map_err(render_error)?;
+                let content =
+                    render::edit(original, &fallback, Some(&payload.to_value()), key, &math).map_err(render_error)?;
                 let write = Write { id, room: &sent.room_id, persona: &scope.persona };
                 let (id, waited) = self.outbox.edit(&write, original, &content).await.map_err(outbox_error)?;
+                self.record_buttons(&sent.room_id, original, &payload).await?;
                 Ok(json!({"event_id": id, "edited": original, "waited_ms": waited}))
             }
         }
+    }
+
+    /// Remembers the `send` button ids the message offers, so a press can be told from a
+    /// typed-in marker.
+    async fn record_buttons(&self, room: &ruma::RoomId, event: &EventId, payload: &Rich) -> Result<(), ToolError> {
+        let ids: Vec<String> = payload.buttons().into_iter().filter_map(|b| b.id).collect();
+        self.store.record_buttons(room, &self.scope.persona, event, &ids).await.map_err(internal)
     }
 }
 

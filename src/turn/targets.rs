@@ -1,14 +1,65 @@
 //! The sandbox: which room a tool call may write in. It is the asker's, whatever the model
 //! names: this chat (`room` left out), the asker's DM with the persona (`"dm"`, found or
-//! opened), or another room only where both the asker and the persona are joined.
+//! opened), or another room only where both the asker and the persona are joined. Reply
+//! and thread targets must be events of the room written in.
+//!
+//! What the model is told of other rooms is bounded too: in a DM, at most
+//! [`MAX_CHOICES`] shared rooms, each name cut to [`MAX_NAME_CHARS`] characters and quoted
+//! as data; in a group room none, so a group never learns the asker's other rooms.
 
-use ruma::{OwnedRoomId, RoomId, UserId};
+use ruma::{EventId, OwnedRoomId, RoomId, UserId};
 
 use super::Scope;
 use crate::blocks::cut;
 use crate::outbox::Outbox;
-use crate::store::Store;
-use crate::tools::{RoomTarget, ToolError, ToolErrorCode};
+use crate::store::{self, Store};
+use crate::tools::{RoomChoices, RoomTarget, ToolError, ToolErrorCode};
+
+/// Shared rooms offered for the `room` argument at most.
+pub const MAX_CHOICES: usize = 10;
+/// Characters of a room name shown at most.
+pub const MAX_NAME_CHARS: usize = 80;
+
+/// The other rooms the asker may name (none from a group room).
+pub async fn choices(store: &Store, scope: &Scope) -> Result<RoomChoices, store::Error> {
+    let mut choices = RoomChoices { in_dm: scope.is_dm, shared: Vec::new() };
+    if !scope.is_dm {
+        return Ok(choices);
+    }
+    for room in store.shared_rooms(&scope.persona, &scope.asker).await? {
+        if room == scope.room {
+            continue;
+        }
+        if choices.shared.len() == MAX_CHOICES {
+            break;
+        }
+        let name = store.room_name(&room).await?.unwrap_or_else(|| "unnamed room".to_owned());
+        choices.shared.push((room, cut(&name, MAX_NAME_CHARS)));
+    }
+    Ok(choices)
+}
+
+/// Whether `user` is joined to `room`, as far as richbot knows.
+pub async fn joined(store: &Store, room: &RoomId, user: &UserId) -> Result<bool, ToolError> {
+    Ok(store.joined_members(room).await.map_err(internal)?.iter().any(|u| u == user))
+}
+
+/// Refuses (`invalid_arguments` at `path`) an event that is not one of `room`'s.
+pub async fn event_in_room(store: &Store, event: &EventId, room: &RoomId, path: &str) -> Result<(), ToolError> {
+    let seen = store.event(event).await.map_err(internal)?.map(|e| e.room_id);
+    let ours = match seen {
+        Some(r) => Some(r),
+        None => store.sent_message(event).await.map_err(internal)?.map(|m| m.room_id),
+    };
+    if ours.as_deref() == Some(room) {
+        return Ok(());
+    }
+    Err(ToolError::at(
+        ToolErrorCode::InvalidArguments,
+        path,
+        format!("{} is not an event of the room you are writing in", cut(event.as_str(), 80)),
+    ))
+}
 
 /// The room `target` names, if the turn's asker may have the persona write there.
 pub async fn resolve(

@@ -52,9 +52,10 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
     env.alice.say(&group, "richbot, tell me privately").await;
     env.wait_turns(&group, 1).await;
     let requests = env.llm.requests();
+    // A group room is not told which other rooms the asker shares with the persona.
     let room_arg = requests[0]["tools"][0]["function"]["parameters"]["properties"]["room"].clone();
-    assert!(room_arg["description"].as_str().expect("description").contains(&format!("{team} (Team)")), "{room_arg}");
-    assert!(room_arg["enum"].as_array().expect("enum").contains(&json!(team)));
+    assert!(!room_arg["description"].as_str().expect("description").contains(&team), "{room_arg}");
+    assert_eq!(room_arg["enum"], json!(["dm"]));
     let refused = last_tool_result(&requests[1]).expect("result");
     assert_eq!(refused["code"], "room_not_allowed");
     assert_eq!(refused["path"], "room");

@@ -2,89 +2,13 @@
 //! that a real Synapse will not produce on demand, such as a homeserver that refuses a
 //! call after letting the persona join, or one that rate-limits a send past the retries.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use richbot::store::Store;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::fake_hs::{FakeHs, Reply};
+use crate::support::fake_hs::{Bot, FakeHs, Reply, invite};
 use crate::support::llm::{call, last_tool_result, text};
 use crate::support::{FakeLlm, eventually};
-
-/// richbot, in-process, against a stand-in homeserver at `hs` and an LLM at `llm`; one
-/// persona `@richbot:x`, and `@alice:x` allowed.
-struct Bot {
-    addr: SocketAddr,
-    store: Store,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), richbot::Error>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Bot {
-    async fn start(hs: &str, llm: &str) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(
-            dir.path().join("reg.yaml"),
-            "id: r\nurl: null\nas_token: as\nhs_token: hs\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:x'}]\n",
-        )
-        .expect("reg");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let db = format!("sqlite://{}", dir.path().join("bot.db").display());
-        let toml = format!(
-            "[homeserver]\nurl = \"{hs}\"\nserver_name = \"x\"\n[appservice]\nregistration = \"reg.yaml\"\nlisten = \"{addr}\"\n\
-             [database]\nurl = \"{db}\"\n[llm]\nbase_url = \"{llm}\"\nmodel = \"m\"\n[access]\nallow = [\"@alice:x\"]\n",
-        );
-        let settings =
-            richbot::config::from_str(&toml, "c.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(richbot::run(settings, listener, async {
-            let _ = stopped.await;
-        }));
-        // Serving starts after the database is migrated: open it only then.
-        eventually("richbot serves", Duration::from_secs(10), || async move {
-            reqwest::get(format!("http://{addr}/health")).await.ok().filter(|r| r.status().is_success())
-        })
-        .await;
-        let store = Store::open(&db).await.expect("store");
-        Self { addr, store, stop: Some(stop), task, _dir: dir }
-    }
-
-    /// Pushes one transaction of `events`, as the homeserver would.
-    async fn push(&self, txn: &str, events: Vec<Value>) {
-        let resp = reqwest::Client::new()
-            .put(format!("http://{}/_matrix/app/v1/transactions/{txn}", self.addr))
-            .bearer_auth("hs")
-            .json(&json!({"events": events}))
-            .send()
-            .await
-            .expect("push");
-        assert_eq!(resp.status(), 200);
-    }
-
-    /// Waits for the first finished turn in `!room:x`: (outcome, rounds, tokens in, out).
-    async fn finished_turns(&self) -> Vec<(String, i64, i64, i64)> {
-        eventually("the turn is finished", Duration::from_secs(30), || async {
-            let t = self.store.turn_outcomes(ruma::room_id!("!room:x")).await.expect("turns");
-            (!t.is_empty()).then_some(t)
-        })
-        .await
-    }
-
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.task.await.expect("join").expect("ran");
-    }
-}
-
-fn invite() -> Value {
-    json!({"event_id": "$invite", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.member",
-        "state_key": "@richbot:x", "origin_server_ts": 1, "content": {"membership": "invite", "is_direct": true}})
-}
 
 #[tokio::test]
 async fn a_member_event_the_homeserver_refuses_is_recorded_done_not_retried_forever() {
@@ -96,7 +20,7 @@ async fn a_member_event_the_homeserver_refuses_is_recorded_done_not_retried_fore
         }
     })
     .await;
-    let bot = Bot::start(&fake.url, "http://127.0.0.1:9/v1").await;
+    let bot = Bot::start(&fake.url, "http://127.0.0.1:9/v1", "").await;
     bot.push("1", vec![invite()]).await;
     let store = bot.store.clone();
     eventually("the refused member event is finished", Duration::from_secs(20), || {
@@ -137,14 +61,14 @@ async fn the_model_is_told_whether_a_failed_send_may_work_later_or_never() {
     let weather = json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": 21}]},
         "fallback": "Lisbon 21 °C"});
     llm.script([call("rich_send", weather.clone()), call("rich_send", weather), text("Lisbon is at 21 °C.")]);
-    let bot = Bot::start(&fake.url, &llm.base_url).await;
+    let bot = Bot::start(&fake.url, &llm.base_url, "").await;
     bot.push("1", vec![invite()]).await;
     let now = richbot::clock::now_ms();
     let question = json!({"event_id": "$q", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.message",
         "origin_server_ts": now, "content": {"msgtype": "m.text", "body": "weather in Lisbon?"}});
     bot.push("2", vec![question]).await;
 
-    let turns = bot.finished_turns().await;
+    let turns = bot.finished_turns(1).await;
     assert_eq!(turns[0].0, "answered");
     let requests = llm.requests();
     assert_eq!(requests.len(), 3);
@@ -170,12 +94,12 @@ async fn an_answer_too_large_to_send_is_recorded_as_such_not_as_a_homeserver_ref
     .await;
     let llm = FakeLlm::start().await;
     llm.script([text(&"word ".repeat(20_000))]);
-    let bot = Bot::start(&fake.url, &llm.base_url).await;
+    let bot = Bot::start(&fake.url, &llm.base_url, "").await;
     bot.push("1", vec![invite()]).await;
     let question = json!({"event_id": "$q", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.message",
         "origin_server_ts": richbot::clock::now_ms(), "content": {"msgtype": "m.text", "body": "write a lot"}});
     bot.push("2", vec![question]).await;
-    let turns = bot.finished_turns().await;
+    let turns = bot.finished_turns(1).await;
     let outcome: richbot::turn::Outcome = turns[0].0.parse().expect("a known outcome");
     assert_eq!(outcome.kind(), "post_failed");
     assert!(

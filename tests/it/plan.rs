@@ -18,7 +18,7 @@ fn refusals_one_per_rule() {
     let p = payload();
     let long = "x".repeat(41);
     let cases: Vec<(&str, Value, ToolErrorCode, Option<&str>, &str)> = vec![
-        ("rich_post", json!({}), UnknownTool, None, "unknown tool \"rich_post\""),
+        ("rich_post", json!({}), UnknownTool, None, "no tool `rich_post`"),
         ("rich_send", json!([1]), InvalidArguments, None, "arguments must be a JSON object"),
         ("rich_send", Value::Null, InvalidArguments, Some("payload"), "missing required argument \"payload\""),
         (
@@ -117,21 +117,35 @@ fn refusals_one_per_rule() {
             json!({"payload": p, "fallback": "f", "room": ""}),
             InvalidArguments,
             Some("room"),
-            "one line of 1-300",
+            "one line of at most 300 bytes",
         ),
         (
             "rich_send",
             json!({"payload": p, "fallback": "f", "room": "a\nb"}),
             InvalidArguments,
             Some("room"),
-            "one line of 1-300",
+            "one line of at most 300 bytes",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "room": "!a\tb"}),
+            InvalidArguments,
+            Some("room"),
+            "without tabs",
+        ),
+        (
+            "rich_send",
+            json!({"payload": p, "fallback": "f", "room": "é".repeat(151)}),
+            InvalidArguments,
+            Some("room"),
+            "one line of at most 300 bytes",
         ),
         (
             "rich_send",
             json!({"payload": p, "fallback": "f", "room": "r".repeat(301)}),
             InvalidArguments,
             Some("room"),
-            "one line of 1-300",
+            "one line of at most 300 bytes",
         ),
         (
             "rich_edit",
@@ -159,7 +173,7 @@ fn refusals_one_per_rule() {
 #[test]
 fn accepted_calls() {
     let p = payload();
-    let call = plan("rich_send", &json!({"payload": p.to_string(), "fallback": "  text  ", "reply_to": "$r", "thread": format!("${}", "a".repeat(254)), "room": "dm"})).expect("valid");
+    let call = plan("rich_send", &json!({"payload": p.to_string(), "fallback": "  text  ", "reply_to": " $r\n", "thread": format!("${}", "a".repeat(254)), "room": "  dm "})).expect("valid");
     let RichCall::Send { fallback, reply_to, thread, room, payload } = call else { panic!("a send") };
     assert_eq!(fallback, "text");
     assert_eq!(reply_to.expect("reply").as_str(), "$r");
@@ -174,7 +188,7 @@ fn accepted_calls() {
     assert_eq!(fallback, "e^{i\\pi}+1=0");
     assert_eq!(room, RoomTarget::Here);
 
-    let edit = plan("rich_edit", &json!({"event_id": "$orig", "payload": p, "fallback": "f", "room": "!abc"}))
+    let edit = plan("rich_edit", &json!({"event_id": "\t$orig ", "payload": p, "fallback": "f", "room": " !abc"}))
         .expect("valid edit");
     assert!(
         matches!(edit, RichCall::Edit { ref event_id, room: RoomTarget::Named(ref r), .. } if event_id.as_str() == "$orig" && r == "!abc")
@@ -199,7 +213,7 @@ fn schemas_are_closed_and_rooms_are_listed() {
     for spec in tool_specs(&choices, 2500) {
         assert_eq!(spec.parameters["additionalProperties"], false, "{}", spec.name);
         let room = &spec.parameters["properties"]["room"];
-        assert!(room["description"].as_str().expect("d").contains("!team (Team)"));
+        assert!(room["description"].as_str().expect("d").contains("!team (named \"Team\")"));
         assert_eq!(room["enum"], json!(["dm", "!team"]));
     }
     let edit = tool_specs(&choices, 2500).into_iter().find(|s| s.name == "rich_edit").expect("rich_edit");

@@ -77,7 +77,7 @@ async fn a_turn_claims_its_events_and_finishing_it_marks_them_processed_together
     assert_eq!(s.rooms_with_pending().await.expect("rooms"), [room.to_owned()]);
     let pending = s.pending_events(room).await.expect("pending");
     let first = pending[0].seq;
-    let turn = s.start_turn(room, user_id!("@bot:x"), user_id!("@alice:x"), &[first], 10).await.expect("turn");
+    let turn = s.start_turn(room, user_id!("@bot:x"), user_id!("@alice:x"), &[first], None, 10).await.expect("turn");
 
     // Claimed by the running turn: no longer pending, but found again as its events.
     let left: Vec<_> = s.pending_events(room).await.expect("pending").into_iter().map(|e| e.event_id).collect();

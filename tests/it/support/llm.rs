@@ -24,6 +24,8 @@ pub enum Step {
     Delay(Duration, Box<Step>),
     /// Never answers (the request hangs until the client gives up or is killed).
     Hang,
+    /// 429 with `Retry-After: secs`.
+    RetryAfter(u64),
 }
 
 pub fn call(name: &str, args: Value) -> Step {
@@ -41,6 +43,8 @@ struct Shared {
     script: Arc<Mutex<VecDeque<Step>>>,
     responder: Arc<Mutex<Option<Responder>>>,
     requests: Arc<Mutex<Vec<Value>>>,
+    /// Reported usage (prompt, completion); (100, 20) unless set.
+    usage: Arc<Mutex<Option<(u64, u64)>>>,
 }
 
 pub struct FakeLlm {
@@ -78,6 +82,11 @@ impl FakeLlm {
         *self.shared.responder.lock().expect("lock") = Some(Arc::new(f));
     }
 
+    /// Reports this usage (prompt, completion tokens) from now on.
+    pub fn set_usage(&self, prompt: u64, completion: u64) {
+        *self.shared.usage.lock().expect("lock") = Some((prompt, completion));
+    }
+
     pub fn requests(&self) -> Vec<Value> {
         self.shared.requests.lock().expect("lock").clone()
     }
@@ -96,10 +105,11 @@ async fn complete(State(shared): State<Shared>, Json(request): Json<Value>) -> R
         Some(f) => f(&request),
         None => text("[no reply]"),
     });
-    answer(step).await
+    let usage = shared.usage.lock().expect("lock").unwrap_or((100, 20));
+    answer(step, usage).await
 }
 
-async fn answer(step: Step) -> Response {
+async fn answer(step: Step, usage: (u64, u64)) -> Response {
     let mut step = step;
     loop {
         match step {
@@ -108,12 +118,17 @@ async fn answer(step: Step) -> Response {
                 step = *next;
             }
             Step::Hang => std::future::pending::<()>().await,
+            Step::RetryAfter(secs) => {
+                let mut r = (StatusCode::TOO_MANY_REQUESTS, Json(json!({"error": {"message": "slow down", "type": "rate_limit_error", "param": null, "code": null}}))).into_response();
+                r.headers_mut().insert("retry-after", secs.to_string().parse().expect("header"));
+                return r;
+            }
             Step::Status(code) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 return (status, Json(json!({"error": {"message": "scripted failure", "type": "server_error", "param": null, "code": null}}))).into_response();
             }
             Step::Text(t) => {
-                return Json(completion(json!({"role": "assistant", "content": t}), "stop")).into_response();
+                return Json(completion(json!({"role": "assistant", "content": t}), "stop", usage)).into_response();
             }
             Step::Calls(calls) => {
                 let calls: Vec<Value> = calls
@@ -124,6 +139,7 @@ async fn answer(step: Step) -> Response {
                 return Json(completion(
                     json!({"role": "assistant", "content": null, "tool_calls": calls}),
                     "tool_calls",
+                    usage,
                 ))
                 .into_response();
             }
@@ -131,11 +147,11 @@ async fn answer(step: Step) -> Response {
     }
 }
 
-fn completion(message: Value, finish: &str) -> Value {
+fn completion(message: Value, finish: &str, (prompt, done): (u64, u64)) -> Value {
     json!({
         "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "test-model",
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
     })
 }
 

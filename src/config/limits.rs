@@ -1,0 +1,46 @@
+//! `[limits]`: what no member, bot or model can push richbot past. The key names are a
+//! contract (admins' files and docs use them); 0 turns a token budget off.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Turns per room: a bucket of this size, refilled at this rate per minute.
+    pub turns_per_room_per_minute: u32,
+    /// Turns per asker, likewise.
+    pub turns_per_user_per_minute: u32,
+    /// After a bucket trips, the room (or sender) is not answered for this long.
+    pub loop_cooldown_secs: u64,
+    /// LLM tokens per asker per rolling day (0: no limit).
+    pub tokens_per_user_per_day: u64,
+    /// LLM tokens per room per rolling day (0: no limit).
+    pub tokens_per_room_per_day: u64,
+    /// LLM tokens for the whole deployment per rolling day (0: no limit).
+    pub tokens_per_day: u64,
+    /// Tool calls run per model reply; the rest are refused.
+    pub tool_calls_per_round: u32,
+    /// Sends and edits made by tool calls in one turn.
+    pub writes_per_turn: u32,
+    /// A whole turn (model calls, waits for edit slots, retries) ends by then.
+    pub turn_deadline_secs: u64,
+    /// Users exempt from per-user limits: ids or patterns with `*`.
+    pub exempt: Vec<String>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            turns_per_room_per_minute: 8,
+            turns_per_user_per_minute: 12,
+            loop_cooldown_secs: 300,
+            tokens_per_user_per_day: 200_000,
+            tokens_per_room_per_day: 1_000_000,
+            tokens_per_day: 5_000_000,
+            tool_calls_per_round: 8,
+            writes_per_turn: 20,
+            turn_deadline_secs: 300,
+            exempt: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! The validated configuration: what the service runs with once every key was checked.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use regex::Regex;
+use ruma::api::appservice::Registration;
+
+use super::{Config, Persona};
+
+/// The validated configuration the service runs with. `Debug` leaves the secrets out
+/// (the registration's tokens and the LLM key).
+#[derive(Clone)]
+pub struct Settings {
+    pub config: Config,
+    pub registration: Registration,
+    pub listen: SocketAddr,
+    pub api_key: Option<String>,
+    pub personas: Vec<Persona>,
+    pub allow: Vec<Regex>,
+    /// `limits.exempt`, compiled.
+    pub exempt: Vec<Regex>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("config", &self.config)
+            .field("appservice_id", &self.registration.id)
+            .field("listen", &self.listen)
+            .field("personas", &self.personas)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    pub fn llm_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.llm.timeout_secs)
+    }
+
+    /// Whether `user_id` may invite and talk to the personas.
+    pub fn allowed(&self, user_id: &str) -> bool {
+        self.allow.iter().any(|re| re.is_match(user_id))
+    }
+}

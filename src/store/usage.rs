@@ -1,0 +1,162 @@
+//! `llm_usage`: token budgets over a rolling day. A call's estimated cost is reserved in
+//! one conditional `INSERT` (so two turns cannot both take the last of a budget), then
+//! settled with what the API reported.
+
+use ruma::{RoomId, UserId};
+use sqlx::Row;
+
+use super::{Result, Store};
+
+/// A rolling day, in milliseconds.
+pub const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// Token budgets per rolling day; 0 is no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    pub per_user: u64,
+    pub per_room: u64,
+    pub total: u64,
+}
+
+/// Which budget a reservation did not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetKind {
+    User,
+    Room,
+    Deployment,
+}
+
+/// A reservation that did not fit: which budget, and when enough of it refills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spent {
+    pub kind: BudgetKind,
+    pub refills_at: i64,
+}
+
+/// What one user used over the rolling day.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DayUse {
+    pub tokens: u64,
+    pub turns: u64,
+}
+
+fn limit(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// Reserves `tokens` for a call on behalf of `user` in `room` at `now`, if every
+    /// budget has room for them; otherwise says which one is spent. Returns the
+    /// reservation's id, to settle.
+    pub async fn reserve_tokens(
+        &self,
+        user: &UserId,
+        room: &RoomId,
+        tokens: u64,
+        budgets: Budgets,
+        now: i64,
+    ) -> Result<Result<i64, Spent>> {
+        let since = now - DAY_MS;
+        let tokens = limit(tokens);
+        let row = sqlx::query(
+            "INSERT INTO llm_usage (at, user_id, room_id, tokens)
+             SELECT ?1, ?2, ?3, ?4
+             WHERE (?5 = 0 OR (SELECT COALESCE(SUM(tokens), 0) FROM llm_usage WHERE user_id = ?2 AND at > ?8) + ?4 <= ?5)
+               AND (?6 = 0 OR (SELECT COALESCE(SUM(tokens), 0) FROM llm_usage WHERE room_id = ?3 AND at > ?8) + ?4 <= ?6)
+               AND (?7 = 0 OR (SELECT COALESCE(SUM(tokens), 0) FROM llm_usage WHERE at > ?8) + ?4 <= ?7)
+             RETURNING id",
+        )
+        .bind(now)
+        .bind(user.as_str())
+        .bind(room.as_str())
+        .bind(tokens)
+        .bind(limit(budgets.per_user))
+        .bind(limit(budgets.per_room))
+        .bind(limit(budgets.total))
+        .bind(since)
+        .fetch_optional(&self.pool)
+        .await?;
+        if let Some(row) = row {
+            return Ok(Ok(row.try_get("id")?));
+        }
+        let scopes = [
+            (BudgetKind::User, budgets.per_user, "user_id = ?", Some(user.as_str())),
+            (BudgetKind::Room, budgets.per_room, "room_id = ?", Some(room.as_str())),
+            (BudgetKind::Deployment, budgets.total, "1 = 1", None),
+        ];
+        for (kind, max, filter, value) in scopes {
+            if max == 0 {
+                continue;
+            }
+            let sql = format!("SELECT at, tokens FROM llm_usage WHERE {filter} AND at > ? ORDER BY at");
+            let mut query = sqlx::query(&sql);
+            if let Some(v) = value {
+                query = query.bind(v);
+            }
+            let rows = query.bind(since).fetch_all(&self.pool).await?;
+            let used: i64 = rows.iter().map(|r| r.try_get::<i64, _>("tokens").unwrap_or(0)).sum();
+            let over = used + tokens - limit(max);
+            if over <= 0 {
+                continue;
+            }
+            // Enough of the oldest use must age out of the window.
+            let mut freed = 0;
+            let mut refills_at = now + DAY_MS;
+            for r in &rows {
+                freed += r.try_get::<i64, _>("tokens")?;
+                if freed >= over {
+                    refills_at = r.try_get::<i64, _>("at")? + DAY_MS;
+                    break;
+                }
+            }
+            return Ok(Err(Spent { kind, refills_at }));
+        }
+        // A budget filled between the two queries; the earliest it could refill is unknown.
+        Ok(Err(Spent { kind: BudgetKind::Deployment, refills_at: now + DAY_MS }))
+    }
+
+    /// Replaces a reservation's estimate with the tokens the call really used.
+    pub async fn settle_tokens(&self, id: i64, tokens: u64) -> Result<()> {
+        sqlx::query("UPDATE llm_usage SET tokens = ?, settled = 1 WHERE id = ?")
+            .bind(limit(tokens))
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// What `user` used over the rolling day before `now`: tokens, and turns they asked.
+    pub async fn day_use(&self, user: &UserId, now: i64) -> Result<DayUse> {
+        let since = now - DAY_MS;
+        let tokens: i64 =
+            sqlx::query("SELECT COALESCE(SUM(tokens), 0) AS n FROM llm_usage WHERE user_id = ? AND at > ?")
+                .bind(user.as_str())
+                .bind(since)
+                .fetch_one(&self.pool)
+                .await?
+                .try_get("n")?;
+        let turns: i64 = sqlx::query("SELECT COUNT(*) AS n FROM turns WHERE asker = ? AND started_at > ?")
+            .bind(user.as_str())
+            .bind(since)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get("n")?;
+        Ok(DayUse { tokens: tokens.unsigned_abs(), turns: turns.unsigned_abs() })
+    }
+
+    /// Whether the spent budget `key` is to be told now: true the first time, and again
+    /// only after the last telling's `until` has passed. Atomic, so one notice per budget.
+    pub async fn budget_notice_due(&self, key: &str, until: i64, now: i64) -> Result<bool> {
+        let row = sqlx::query(
+            "INSERT INTO budget_notices (key, until) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET until = excluded.until WHERE budget_notices.until <= ?3
+             RETURNING 1 AS due",
+        )
+        .bind(key)
+        .bind(until)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.is_some())
+    }
+}

@@ -1,0 +1,140 @@
+//! Token budgets: per asker, per room and for the deployment, over a rolling day, kept in
+//! the store so a restart resets nothing. [`Metered`] wraps the LLM for one turn: before
+//! each call it reserves the estimated cost (the prompt's characters / 4, plus
+//! `max_tokens`); a budget without room for it means the call is not made; after the
+//! call the reservation is settled with the usage the API reported (or, where it reported
+//! none, the estimate).
+
+use std::sync::Mutex;
+
+use regex::Regex;
+use ruma::UserId;
+
+use super::Scope;
+use crate::agent::{self, Complete, Message, Reply, ToolSpec};
+use crate::clock::now_ms;
+use crate::store::{self, BudgetKind, Budgets, DayUse, Spent, Store};
+
+/// The budgets and who is exempt from the per-user one.
+#[derive(Debug)]
+pub struct Budget {
+    budgets: Budgets,
+    exempt: Vec<Regex>,
+    max_tokens: u32,
+}
+
+impl Budget {
+    pub fn new(budgets: Budgets, exempt: Vec<Regex>, max_tokens: u32) -> Self {
+        Self { budgets, exempt, max_tokens }
+    }
+
+    /// The budgets that apply to `asker` (no per-user one when exempt).
+    pub fn for_asker(&self, asker: &UserId) -> Budgets {
+        let exempt = self.exempt.iter().any(|re| re.is_match(asker.as_str()));
+        Budgets { per_user: if exempt { 0 } else { self.budgets.per_user }, ..self.budgets }
+    }
+
+    /// The limit of a spent budget of `kind` (for the notice).
+    pub fn limit(&self, kind: BudgetKind) -> u64 {
+        match kind {
+            BudgetKind::User => self.budgets.per_user,
+            BudgetKind::Room => self.budgets.per_room,
+            BudgetKind::Deployment => self.budgets.total,
+        }
+    }
+
+    /// Whether this spent budget still needs telling: the first time, then not until it
+    /// refills (kept in the store, so a restart does not repeat it).
+    pub async fn first_notice(&self, store: &Store, scope: &Scope, spent: Spent) -> Result<bool, store::Error> {
+        let key = match spent.kind {
+            BudgetKind::User => format!("user {}", scope.asker),
+            BudgetKind::Room => format!("room {}", scope.room),
+            BudgetKind::Deployment => "deployment".to_owned(),
+        };
+        store.budget_notice_due(&key, spent.refills_at, now_ms()).await
+    }
+
+    /// What `!usage` reports for `asker`.
+    pub async fn day_use(&self, store: &Store, asker: &UserId) -> Result<(DayUse, Option<u64>), store::Error> {
+        let used = store.day_use(asker, now_ms()).await?;
+        let limit = Some(self.for_asker(asker).per_user).filter(|n| *n > 0);
+        Ok((used, limit))
+    }
+}
+
+/// The LLM as one turn may use it: every call within the budgets.
+pub struct Metered<'a, L> {
+    pub llm: &'a L,
+    pub store: &'a Store,
+    pub budget: &'a Budget,
+    pub scope: &'a Scope,
+    /// Why the last call was not made, if it was not.
+    stopped: Mutex<Option<Stop>>,
+}
+
+/// Why a metered call was not made.
+#[derive(Debug)]
+pub enum Stop {
+    Spent(Spent),
+    Store(store::Error),
+}
+
+impl<'a, L> Metered<'a, L> {
+    pub fn new(llm: &'a L, store: &'a Store, budget: &'a Budget, scope: &'a Scope) -> Self {
+        Self { llm, store, budget, scope, stopped: Mutex::new(None) }
+    }
+
+    /// Why the loop's last call was refused, if it was.
+    pub fn stopped(self) -> Option<Stop> {
+        self.stopped.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn stop(&self, why: Stop) -> agent::Error {
+        let text = match &why {
+            Stop::Spent(s) => format!("{:?} budget spent", s.kind),
+            Stop::Store(e) => format!("budget store: {e}"),
+        };
+        *self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+        agent::Error::NotAllowed(text)
+    }
+}
+
+/// Characters of a request, for the estimate.
+fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
+    let text: usize = messages
+        .iter()
+        .map(|m| match m {
+            Message::System(t) | Message::User(t) => t.len(),
+            Message::Assistant { text, tool_calls } => {
+                text.as_deref().map_or(0, str::len) + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
+            }
+            Message::Tool { content, .. } => content.len(),
+        })
+        .sum();
+    text + tools.iter().map(|t| t.description.len() + t.parameters.to_string().len()).sum::<usize>()
+}
+
+impl<L: Complete + Sync> Complete for Metered<'_, L> {
+    async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, agent::Error> {
+        let estimate = (request_chars(messages, tools) / 4) as u64 + u64::from(self.budget.max_tokens);
+        let budgets = self.budget.for_asker(&self.scope.asker);
+        let reserved =
+            self.store.reserve_tokens(&self.scope.asker, &self.scope.room, estimate, budgets, now_ms()).await;
+        let id = match reserved {
+            Ok(Ok(id)) => id,
+            Ok(Err(spent)) => return Err(self.stop(Stop::Spent(spent))),
+            Err(e) => return Err(self.stop(Stop::Store(e))),
+        };
+        let result = self.llm.complete(messages, tools).await;
+        let used = match &result {
+            Ok(reply) if reply.usage.prompt + reply.usage.completion > 0 => reply.usage.prompt + reply.usage.completion,
+            Ok(_) => estimate,
+            // A call that failed is not billed by the APIs richbot talks to.
+            Err(_) => 0,
+        };
+        if let Err(e) = self.store.settle_tokens(id, used).await {
+            tracing::warn!(error = %e, "could not settle a token reservation; the estimate stands");
+        }
+        result
+    }
+}
