@@ -40,7 +40,14 @@
 //! 6. Edits only of messages a persona of ours sent (checked in the store), and writes to
 //!    one message at least `bot.edit_interval_ms` (default 2.5 s) apart: a too-early edit
 //!    waits for a slot reserved atomically in SQL.
-//! 7. Matrix ids are ruma types from the inbox on; a stored id is parsed once, when read.
+//! 7. The sandbox is the asker's: every write lands only in a room the asker is joined to,
+//!    reply and thread targets belong to that room, and triggers (reply, reaction,
+//!    button) match the room they happen in. A turn answers one asker.
+//! 8. Nothing runs unbounded: turns per room and per asker (buckets, then a cool-down),
+//!    tokens per asker, room and deployment (reserved before a call, settled after), tool
+//!    calls per reply, writes per turn, a deadline per turn, capped retry waits. A limit
+//!    that trips says so once, as an `m.notice`; richbot never answers an `m.notice`.
+//! 9. Matrix ids are ruma types from the inbox on; a stored id is parsed once, when read.
 
 // Commands and set-up.
 pub mod check;
