@@ -51,6 +51,7 @@
 
 // Commands and set-up.
 pub mod check;
+pub mod init;
 pub mod parts;
 pub mod config;
 pub mod registration;
@@ -73,6 +74,7 @@ pub mod matrix;
 pub mod store;
 pub mod relation;
 pub mod strings;
+pub mod files;
 pub mod clock;
 
 use std::future::Future;

@@ -17,13 +17,7 @@ pub struct Options {
     pub user_prefix: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{0} exists; pass --force to overwrite it")]
-    Exists(String),
-    #[error("cannot write {path}: {source}")]
-    Write { path: String, source: std::io::Error },
-}
+pub use crate::files::Error;
 
 /// A random token: 48 alphanumeric characters (about 285 bits).
 pub fn token() -> String {
@@ -59,12 +53,9 @@ pub fn render(opts: &Options) -> String {
     )
 }
 
-/// Writes the registration to `path`, refusing to overwrite unless `force`.
+/// Writes the registration to `path` (0600), refusing to overwrite unless `force`.
 pub fn write(opts: &Options, path: &Path, force: bool) -> Result<(), Error> {
-    if path.exists() && !force {
-        return Err(Error::Exists(path.display().to_string()));
-    }
-    std::fs::write(path, render(opts)).map_err(|source| Error::Write { path: path.display().to_string(), source })
+    crate::files::write_private(path, &render(opts), force)
 }
 
 #[cfg(test)]

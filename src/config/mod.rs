@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::blocks::WriterKey;
 
+mod cross;
 mod env;
 mod limits;
 mod settings;

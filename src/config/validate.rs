@@ -7,9 +7,9 @@ use std::path::Path;
 use regex::Regex;
 use ruma::api::appservice::Registration;
 
-use super::{Config, Error, Persona, Settings};
+use super::{Config, Error, Persona, Settings, cross};
 
-pub(super) fn validate(config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
+pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
     let mut problems = Vec::new();
     let http = |s: &str| s.starts_with("http://") || s.starts_with("https://");
     if !http(&config.homeserver.url) {
@@ -92,8 +92,12 @@ pub(super) fn validate(config: Config, base: &Path, openai_key: Option<String>) 
         }
     };
 
+    if config.database.url.starts_with("sqlite:") {
+        config.database.url = cross::database(&config.database.url, base, &mut problems);
+    }
     let mut personas = config.personas.clone();
     if let Some(reg) = &registration {
+        cross::registration(&config, listen.as_ref().ok().copied(), reg, &mut problems);
         if personas.is_empty() {
             personas.push(Persona {
                 localpart: reg.sender_localpart.clone(),
@@ -128,6 +132,7 @@ pub(super) fn validate(config: Config, base: &Path, openai_key: Option<String>) 
     } else {
         config.access.allow.clone()
     };
+    cross::access(&config, &config.access.allow, &mut problems);
     let allow = user_patterns("access.allow", &patterns, &mut problems);
     let exempt = user_patterns("limits.exempt", &config.limits.exempt, &mut problems);
     let l = &config.limits;

@@ -13,7 +13,7 @@ use richbot::store::Store;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-const TOKEN: &str = "hs_secret_token";
+const TOKEN: &str = "hs_token_for_the_edge_tests";
 const LIMIT: usize = 4 * 1024 * 1024;
 
 struct Edge {
@@ -29,7 +29,7 @@ async fn edge() -> Edge {
     let registration = dir.path().join("registration.yaml");
     std::fs::write(
         &registration,
-        format!("id: richbot\nurl: null\nas_token: as\nhs_token: {TOKEN}\nsender_localpart: richbot\nnamespaces:\n  users: [{{exclusive: true, regex: '@rb_.*:localhost'}}]\n"),
+        format!("id: richbot\nurl: null\nas_token: as_token_for_the_edge_tests\nhs_token: {TOKEN}\nsender_localpart: richbot\nnamespaces:\n  users: [{{exclusive: true, regex: '@rb_.*:localhost'}}]\n"),
     )
     .expect("registration");
     let config = format!(
@@ -91,7 +91,7 @@ async fn requests_get_matrix_errors() {
         (
             "token in query",
             "PUT",
-            "/_matrix/app/v1/transactions/2?access_token=hs_secret_token",
+            "/_matrix/app/v1/transactions/2?access_token=hs_token_for_the_edge_tests",
             None,
             ok_body.clone(),
             200,

@@ -131,7 +131,7 @@ async fn reopening_keeps_the_instance_id() {
 #[test]
 fn environment_overrides_config_keys() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("reg.yaml"), "id: r\nurl: null\nas_token: a\nhs_token: h\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:example\\.org'}]\n").expect("reg");
+    std::fs::write(dir.path().join("reg.yaml"), "id: r\nurl: null\nas_token: as_token_for_the_tests\nhs_token: hs_token_for_the_tests\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:example\\.org'}]\n").expect("reg");
     let toml = "[homeserver]\nurl = \"http://hs\"\nserver_name = \"example.org\"\n[appservice]\nregistration = \"reg.yaml\"\n[llm]\nbase_url = \"http://llm/v1\"\nmodel = \"a\"\n";
     let env = vec![
         ("RICHBOT__LLM__MODEL".to_owned(), "b".to_owned()),

@@ -131,7 +131,7 @@ impl Bot {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(
             dir.path().join("reg.yaml"),
-            "id: r\nurl: null\nas_token: as\nhs_token: hs\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:x'}]\n",
+            "id: r\nurl: null\nas_token: as_token_for_the_tests\nhs_token: hs_token_for_the_tests\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@rb_.*:x'}]\n",
         )
         .expect("reg");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -160,7 +160,7 @@ impl Bot {
     pub async fn push(&self, txn: &str, events: Vec<Value>) {
         let resp = reqwest::Client::new()
             .put(format!("http://{}/_matrix/app/v1/transactions/{txn}", self.addr))
-            .bearer_auth("hs")
+            .bearer_auth("hs_token_for_the_tests")
             .json(&json!({"events": events}))
             .send()
             .await

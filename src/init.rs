@@ -1,0 +1,111 @@
+//! `richbot init`: one source of truth for a new deployment. From a few flags it writes
+//! both files a deployment needs, consistent with each other: `richbot.toml` (homeserver,
+//! listen address, database, a persona, an `[llm]` section to fill in) and the
+//! `registration.yaml` to give the homeserver, whose url, sender and user namespace are
+//! derived from the same values, with fresh tokens. Both are 0600 and neither is ever
+//! overwritten; nothing is written unless both can be.
+
+use std::path::{Path, PathBuf};
+
+use crate::files;
+use crate::registration;
+
+/// What `init` is told.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The homeserver's client-server URL, e.g. `http://127.0.0.1:8008`.
+    pub homeserver: String,
+    /// The homeserver's server name, e.g. `example.org`.
+    pub server_name: String,
+    /// Where richbot listens for the homeserver, e.g. `127.0.0.1:9009`.
+    pub listen: String,
+    /// The folder both files go to.
+    pub out_dir: PathBuf,
+}
+
+pub const CONFIG_FILE: &str = "richbot.toml";
+pub const REGISTRATION_FILE: &str = "registration.yaml";
+
+/// The URL the homeserver reaches richbot at, for a listen address (a wildcard address is
+/// reached on loopback).
+pub fn url_for(listen: &str) -> String {
+    let listen = listen.replace("0.0.0.0:", "127.0.0.1:").replace("[::]:", "[::1]:");
+    format!("http://{listen}")
+}
+
+/// The registration options that match a deployment's values.
+pub fn registration_options(server_name: &str, listen: &str) -> registration::Options {
+    registration::Options {
+        url: url_for(listen),
+        server_name: server_name.to_owned(),
+        id: "richbot".to_owned(),
+        sender_localpart: "richbot".to_owned(),
+        user_prefix: "richbot_".to_owned(),
+    }
+}
+
+fn config_text(o: &Options) -> String {
+    format!(
+        "# Written by `richbot init`. Fill in the [llm] section, then run `richbot check` and\n\
+         # `richbot serve`. Relative paths are taken from this file's folder. Every key can be\n\
+         # overridden from the environment (RICHBOT__SECTION__KEY); see richbot.example.toml.\n\n\
+         [homeserver]\nurl = {hs:?}\nserver_name = {server:?}\n\n\
+         [appservice]\nregistration = {reg:?}           # give this file to the homeserver\nlisten = {listen:?}\n\n\
+         [database]\nurl = \"sqlite://richbot.db\"\n\n\
+         [llm]\nbase_url = \"http://127.0.0.1:8080/v1\"       # any OpenAI-compatible API, including /v1\nmodel = \"gpt-4o-mini\"\n\
+         # api_key = \"...\"                          # or api_key_file = \"...\", or OPENAI_API_KEY\n\n\
+         [[personas]]\nlocalpart = \"richbot\"\ndisplay_name = \"Richbot\"\n",
+        hs = o.homeserver,
+        server = o.server_name,
+        reg = REGISTRATION_FILE,
+        listen = o.listen,
+    )
+}
+
+/// Writes `richbot.toml` and `registration.yaml` into `opts.out_dir`; returns their paths.
+pub fn write(opts: &Options) -> Result<Vec<PathBuf>, files::Error> {
+    let config = opts.out_dir.join(CONFIG_FILE);
+    let registration = opts.out_dir.join(REGISTRATION_FILE);
+    for path in [&config, &registration] {
+        if files::exists(path) {
+            return Err(files::Error::Exists(path.display().to_string()));
+        }
+    }
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|source| files::Error::Write { path: opts.out_dir.display().to_string(), source })?;
+    registration::write(&registration_options(&opts.server_name, &opts.listen), &registration, false)?;
+    files::write_private(&config, &config_text(opts), false)?;
+    Ok(vec![config, registration])
+}
+
+/// Whether `dir` holds files `init` would refuse to overwrite.
+pub fn would_collide(dir: &Path) -> bool {
+    files::exists(&dir.join(CONFIG_FILE)) || files::exists(&dir.join(REGISTRATION_FILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(dir: &Path) -> Options {
+        Options {
+            homeserver: "http://127.0.0.1:8008".into(),
+            server_name: "example.org".into(),
+            listen: "0.0.0.0:9009".into(),
+            out_dir: dir.to_owned(),
+        }
+    }
+
+    #[test]
+    fn init_writes_a_config_and_a_registration_that_validate_together() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written = write(&opts(dir.path())).expect("written");
+        assert_eq!(written.len(), 2);
+        let settings = crate::config::load(&written[0], std::iter::empty()).expect("the pair validates");
+        assert_eq!(settings.registration.url.as_deref(), Some("http://127.0.0.1:9009"));
+        assert_eq!(settings.config.homeserver.server_name, "example.org");
+        assert!(!files::readable_by_others(&written[0]) && !files::readable_by_others(&written[1]));
+        assert!(would_collide(dir.path()));
+        assert!(matches!(write(&opts(dir.path())), Err(files::Error::Exists(_))), "never overwrites");
+    }
+}
