@@ -1,5 +1,6 @@
-//! `richbot check`: one line per check (config, database, homeserver, appservice ping both
-//! ways, LLM endpoint), so an admin sees at once which part of a deployment is wrong.
+//! `richbot check`: one line per part of a deployment (config, database, homeserver, the
+//! appservice registration as the homeserver sees it, the ping both ways, the LLM), and
+//! for each failure the usual cause and its fix, not just the symptom.
 //!
 //! The ping needs something answering at the registration's URL: when `richbot serve` is
 //! not running, the check serves the appservice routes itself on the configured address
@@ -12,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::config::Settings;
+use crate::matrix;
 use crate::parts::Parts;
 use crate::{appservice, inbox};
 
@@ -42,7 +44,7 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
     let parts = match Parts::build(settings).await {
         Ok(p) => p,
         Err(e) => {
-            lines.push(line("database", Err(e.to_string())));
+            lines.push(line("database", Err(format!("{}: {e}", settings.config.database.url))));
             return lines;
         }
     };
@@ -55,42 +57,93 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
     let reachable = parts.matrix.versions().await;
     lines.push(line(
         "homeserver",
-        reachable.as_ref().map(|_| format!("{hs} answers")).map_err(|e| format!("{hs}: {e}")),
+        reachable.as_ref().map(|_| format!("{hs} answers")).map_err(|e| format!("{hs}: {e}; is homeserver.url right?")),
     ));
     if reachable.is_ok() {
-        // Serve the appservice routes ourselves if nothing else is listening.
-        let local = match TcpListener::bind(settings.listen).await {
-            Ok(listener) => {
-                let inbox = inbox::Inbox::new(parts.store.clone(), Arc::new(Notify::new()), Arc::default());
-                let state = appservice::AppState::new(&settings.registration.hs_token, inbox, parts.personas.clone());
-                let app = appservice::router(state, settings.config.appservice.max_body_bytes);
-                Some(tokio::spawn(async move { axum::serve(listener, app).await }))
-            }
-            Err(_) => None,
-        };
-        let ping = tokio::time::timeout(
-            Duration::from_secs(15),
-            parts.matrix.ping(&settings.registration.id, "richbot-check"),
-        )
-        .await;
-        let result = match ping {
-            Ok(Ok(ms)) => Ok(format!("homeserver -> richbot -> homeserver in {ms} ms")),
-            Ok(Err(e)) => Err(format!(
-                "{e} (is the registration's url, {}, reachable from the homeserver?)",
-                settings.registration.url.as_deref().unwrap_or("unset")
-            )),
-            Err(_) => Err("no answer within 15 s".to_owned()),
-        };
-        lines.push(line("appservice ping", result));
-        if let Some(task) = local {
-            task.abort();
-        }
+        lines.push(line("registration", registration(settings, &parts).await));
+        lines.push(line("appservice ping", ping(settings, &parts).await));
     } else {
         lines.push(line("appservice ping", Err("skipped: the homeserver is unreachable".to_owned())));
     }
-
-    let llm = &settings.config.llm.base_url;
-    lines.push(line("llm", parts.llm.reachable().await.map(|()| format!("{llm} answers")).map_err(|e| e.to_string())));
+    lines.push(line("llm", llm(settings, &parts).await));
     parts.store.close().await;
     lines
+}
+
+/// Whether the homeserver knows the registration, and as the user this config expects.
+async fn registration(settings: &Settings, parts: &Parts) -> Result<String, String> {
+    let reg = &settings.registration;
+    let expected = format!("@{}:{}", reg.sender_localpart, settings.config.homeserver.server_name);
+    match parts.matrix.whoami().await {
+        Ok(user) if user.as_str() == expected => Ok(format!("the homeserver knows it, as {user}")),
+        Ok(user) => Err(format!(
+            "the homeserver takes the as_token for {user}, not {expected}: homeserver.server_name must be \"{}\"",
+            user.server_name()
+        )),
+        Err(e) if e.errcode() == Some("M_UNKNOWN_TOKEN") => Err(format!(
+            "the homeserver does not know this registration ({e}): add {} to app_service_config_files and \
+             restart the homeserver",
+            settings.config.appservice.registration.display()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The homeserver calls richbot (here, or a running `serve`) and reports back.
+async fn ping(settings: &Settings, parts: &Parts) -> Result<String, String> {
+    // Serve the appservice routes ourselves if nothing else is listening.
+    let local = match TcpListener::bind(settings.listen).await {
+        Ok(listener) => {
+            let inbox = inbox::Inbox::new(parts.store.clone(), Arc::new(Notify::new()), Arc::default());
+            let state = appservice::AppState::new(&settings.registration.hs_token, inbox, parts.personas.clone());
+            let app = appservice::router(state, settings.config.appservice.max_body_bytes);
+            Some(tokio::spawn(async move { axum::serve(listener, app).await }))
+        }
+        Err(_) => None,
+    };
+    let answer =
+        tokio::time::timeout(Duration::from_secs(15), parts.matrix.ping(&settings.registration.id, "richbot-check"))
+            .await;
+    if let Some(task) = local {
+        task.abort();
+    }
+    let url = settings.registration.url.as_deref().unwrap_or("unset");
+    let path = settings.config.appservice.registration.display();
+    match answer {
+        Ok(Ok(ms)) => Ok(format!("homeserver -> richbot -> homeserver in {ms} ms")),
+        Ok(Err(e @ matrix::Error::Refused { .. })) => Err(match e.errcode().unwrap_or_default() {
+            "M_BAD_STATUS" if e.to_string().contains("(status 403)") => format!(
+                "richbot refused the homeserver's token ({e}): the homeserver has a different hs_token than the \
+                 registration richbot reads ({path}); give the homeserver this same file and restart it"
+            ),
+            "M_CONNECTION_FAILED" | "M_CONNECTION_TIMEOUT" => format!(
+                "the homeserver could not reach richbot at the registration's url, {url} ({e}); richbot listens on \
+                 appservice.listen = {}",
+                settings.listen
+            ),
+            "M_UNKNOWN_TOKEN" | "M_FORBIDDEN" => format!(
+                "the homeserver does not know this registration ({e}): add {path} to app_service_config_files and \
+                 restart the homeserver"
+            ),
+            _ => format!("{e} (is the registration's url, {url}, reachable from the homeserver?)"),
+        }),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within 15 s; is {url} reachable from the homeserver?")),
+    }
+}
+
+/// The LLM endpoint: there, takes the key, and offers the configured model.
+async fn llm(settings: &Settings, parts: &Parts) -> Result<String, String> {
+    let base = &settings.config.llm.base_url;
+    let model = &settings.config.llm.model;
+    let models = parts.llm.probe().await.map_err(|p| p.explain(base, parts.llm.has_key()))?;
+    if !models.is_empty() && !models.iter().any(|m| m == model) {
+        let offered: Vec<&str> = models.iter().take(8).map(String::as_str).collect();
+        return Err(format!(
+            "{base} does not offer llm.model = \"{model}\" (it offers: {}{})",
+            offered.join(", "),
+            if models.len() > offered.len() { ", ..." } else { "" }
+        ));
+    }
+    Ok(format!("{base} answers and offers {model}"))
 }

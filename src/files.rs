@@ -36,7 +36,53 @@ pub fn write_private(path: &Path, text: &str, force: bool) -> Result<(), Error> 
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(path).map_err(|source| Error::Write { path: shown.clone(), source })?;
-    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(|source| Error::Write { path: shown, source })
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|source| Error::Write { path: shown, source })
+}
+
+/// Another process holds the lock.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "{path} is locked by another richbot (process {holder}) using the same database; stop it first, or give this one its own database.url"
+    )]
+    Held { path: String, holder: String },
+    #[error("cannot lock {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+}
+
+/// An exclusive lock on a file, held until dropped; the OS releases it if the process dies.
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+/// Takes the lock file at `path` (created 0600 if missing) and writes this process's id
+/// into it, or names the process that holds it.
+pub fn lock(path: &Path) -> Result<Lock, LockError> {
+    let shown = path.display().to_string();
+    let io = |source| LockError::Io { path: shown.clone(), source };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(path).unwrap_or_default().trim().to_owned();
+            return Err(LockError::Held {
+                path: shown,
+                holder: if holder.is_empty() { "unknown".into() } else { holder },
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+    }
+    file.set_len(0).map_err(io)?;
+    file.write_all(std::process::id().to_string().as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(Lock { _file: file })
 }
 
 /// Whether a file can be read by users other than its owner (unix modes; false elsewhere).
@@ -56,6 +102,19 @@ pub fn readable_by_others(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_is_held_once_and_names_its_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db.lock");
+        let first = lock(&path).expect("first");
+        match lock(&path) {
+            Err(LockError::Held { holder, .. }) => assert_eq!(holder, std::process::id().to_string()),
+            other => panic!("expected the lock to be held: {other:?}"),
+        }
+        drop(first);
+        lock(&path).expect("free again once dropped");
+    }
 
     #[test]
     fn private_files_are_0600_never_through_a_symlink_and_never_overwritten_unforced() {

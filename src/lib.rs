@@ -95,40 +95,37 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
+    // One process per SQLite database: a second `serve` would resume the first's turns.
+    let _lock = match store::file_path(&settings.config.database.url) {
+        Some(db) => Some(files::lock(&db.with_extension("lock")).map_err(Error::Locked)?),
+        None => None,
+    };
     let Parts { store, matrix, personas, llm } = Parts::build(&settings).await?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        listen = %settings.listen,
+        homeserver = %settings.config.homeserver.url,
+        server_name = %settings.config.homeserver.server_name,
+        personas = %personas.all().iter().map(|p| p.user_id.as_str()).collect::<Vec<_>>().join(", "),
+        database = %settings.config.database.url,
+        model = %settings.config.llm.model,
+        "richbot starting"
+    );
     let wake = Arc::new(Notify::new());
     let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
     let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
-    let l = &settings.config.limits;
-    let limits = turn::Limits {
-        key: bot.writer_key,
-        history_chars: bot.history_chars,
-        bounds: agent::Bounds {
-            max_rounds: settings.config.llm.max_rounds,
-            calls_per_round: l.tool_calls_per_round as usize,
-        },
-        writes_per_turn: l.writes_per_turn,
-        deadline: Duration::from_secs(l.turn_deadline_secs),
-    };
-    let budgets = store::Budgets {
-        per_user: l.tokens_per_user_per_day,
-        per_room: l.tokens_per_room_per_day,
-        total: l.tokens_per_day,
-    };
-    let budget = turn::Budget::new(budgets, settings.exempt.clone(), settings.config.llm.max_tokens);
-    let turns = turn::Turns::new(store.clone(), llm, outbox.clone(), personas.clone(), metrics.clone(), budget, limits);
-    let policy = room::Policy {
-        staleness_ms: i64::try_from(bot.staleness_secs.saturating_mul(1000)).unwrap_or(i64::MAX),
-        group_requires_mention: bot.group_requires_mention,
-        allow: settings.allow.clone(),
-        rates: room::Rates {
-            per_room_per_minute: l.turns_per_room_per_minute,
-            per_asker_per_minute: l.turns_per_user_per_minute,
-            cooldown_secs: l.loop_cooldown_secs,
-            exempt: settings.exempt.clone(),
-        },
-    };
+    let budget = parts::budget(&settings);
+    let turns = turn::Turns::new(
+        store.clone(),
+        llm,
+        outbox.clone(),
+        personas.clone(),
+        metrics.clone(),
+        budget,
+        parts::turn_limits(&settings),
+    );
+    let policy = parts::room_policy(&settings);
     let rooms = room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy, metrics.clone());
     let inbox = inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone());
     let state = appservice::AppState::new(&settings.registration.hs_token, inbox, personas.clone());
@@ -136,11 +133,18 @@ pub async fn run(
 
     // Personas are registered in the background: a homeserver that is still starting must
     // not keep the appservice from answering its transactions.
+    let registration = settings.config.appservice.registration.clone();
     let registrar = tokio::spawn(async move {
         let mut wait = Duration::from_secs(1);
         loop {
             match personas.register_all().await {
                 Ok(()) => break,
+                Err(personas::Error::Matrix(e)) if e.errcode() == Some("M_UNKNOWN_TOKEN") => tracing::error!(
+                    error = %e,
+                    registration = %registration.display(),
+                    "the homeserver does not know this registration: add it to the homeserver's \
+                     app_service_config_files and restart the homeserver; retrying"
+                ),
                 Err(e) => tracing::warn!(error = %e, "could not register the personas yet; retrying"),
             }
             tokio::time::sleep(wait).await;
@@ -157,7 +161,9 @@ pub async fn run(
         None => None,
     };
     let scheduler = tokio::spawn(rooms.run(wake, bot.max_parallel_rooms));
-    tracing::info!(addr = ?listener.local_addr().ok(), "richbot listening");
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "richbot listening");
+    }
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     scheduler.abort();
     registrar.abort();

@@ -1,4 +1,4 @@
-//! The `richbot` command: `serve`, `generate-registration`, `check`, `blocks check`.
+//! The `richbot` command: `init`, `serve`, `check`, `generate-registration`, `blocks check`.
 //! The only place `anyhow` is used: each start-up step gets its context here.
 
 use std::io::Read;
@@ -18,23 +18,42 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Write a new deployment's richbot.toml and registration.yaml, consistent with each other.
+    Init {
+        /// The homeserver's client-server URL, e.g. http://127.0.0.1:8008.
+        #[arg(long)]
+        homeserver: String,
+        /// The homeserver's server name (the part after ':' in user ids), e.g. example.org.
+        #[arg(long)]
+        server_name: String,
+        /// Where richbot listens for the homeserver.
+        #[arg(long, default_value = "127.0.0.1:9009")]
+        listen: String,
+        /// The folder to write both files to.
+        #[arg(long, default_value = ".")]
+        out_dir: PathBuf,
+    },
     /// Run the appservice.
     Serve {
         /// The TOML configuration file.
         #[arg(long, env = "RICHBOT_CONFIG", default_value = "richbot.toml")]
         config: PathBuf,
     },
-    /// Write a registration file (fresh random tokens) to give to the homeserver.
+    /// Write a registration file (fresh random tokens) to give to the homeserver: from an
+    /// existing config (--config), or from --url and --server-name.
     GenerateRegistration {
+        /// Derive url and server name from this config, and write to its appservice.registration.
+        #[arg(long, conflicts_with_all = ["url", "server_name"])]
+        config: Option<PathBuf>,
         /// Where the homeserver reaches richbot, e.g. http://127.0.0.1:9009.
-        #[arg(long)]
-        url: String,
+        #[arg(long, required_unless_present = "config")]
+        url: Option<String>,
         /// The homeserver's server name, e.g. example.org.
+        #[arg(long, required_unless_present = "config")]
+        server_name: Option<String>,
+        /// Output file (default: registration.yaml, or the config's appservice.registration).
         #[arg(long)]
-        server_name: String,
-        /// Output file.
-        #[arg(long, default_value = "registration.yaml")]
-        out: PathBuf,
+        out: Option<PathBuf>,
         /// Overwrite an existing file.
         #[arg(long)]
         force: bool,
@@ -77,18 +96,26 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Blocks { command: BlocksCommand::Check { file, tool } } => blocks_check(&file, tool.as_deref()),
-        Command::GenerateRegistration { url, server_name, out, force, id, sender_localpart, user_prefix } => {
-            let opts = richbot::registration::Options { url, server_name, id, sender_localpart, user_prefix };
-            match richbot::registration::write(&opts, &out, force) {
-                Ok(()) => {
-                    println!("wrote {}", out.display());
+        Command::Init { homeserver, server_name, listen, out_dir } => {
+            let opts = richbot::init::Options { homeserver, server_name, listen, out_dir };
+            match richbot::init::write(&opts) {
+                Ok(paths) => {
+                    for p in &paths {
+                        println!("wrote {}", p.display());
+                    }
+                    println!(
+                        "next: fill in the [llm] section of {}, add {} to the homeserver's app_service_config_files \
+                         and restart it, then run `richbot check --config {0}`",
+                        paths[0].display(),
+                        paths[1].display()
+                    );
                     ExitCode::SUCCESS
                 }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
+                Err(e) => report(Err(e.into())),
             }
+        }
+        Command::GenerateRegistration { config, url, server_name, out, force, id, sender_localpart, user_prefix } => {
+            report(generate_registration(config, url, server_name, out, force, (id, sender_localpart, user_prefix)))
         }
         Command::Serve { config } => report(serve(config)),
         Command::Check { config } => match check(config) {
@@ -97,6 +124,35 @@ fn main() -> ExitCode {
             Err(e) => report(Err(e)),
         },
     }
+}
+
+/// `generate-registration`, from flags or from a config (whose listen address, server name
+/// and registration path it uses).
+fn generate_registration(
+    config: Option<PathBuf>,
+    url: Option<String>,
+    server_name: Option<String>,
+    out: Option<PathBuf>,
+    force: bool,
+    (id, sender_localpart, user_prefix): (String, String, String),
+) -> anyhow::Result<()> {
+    let (opts, default_out) = match config {
+        Some(path) => {
+            let config = config::read_unchecked(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let base = richbot::init::registration_options(&config.homeserver.server_name, &config.appservice.listen);
+            let target = path.parent().unwrap_or(std::path::Path::new(".")).join(&config.appservice.registration);
+            (richbot::registration::Options { id, sender_localpart, user_prefix, ..base }, target)
+        }
+        None => {
+            let (url, server_name) = (url.unwrap_or_default(), server_name.unwrap_or_default());
+            let opts = richbot::registration::Options { url, server_name, id, sender_localpart, user_prefix };
+            (opts, PathBuf::from("registration.yaml"))
+        }
+    };
+    let out = out.unwrap_or(default_out);
+    richbot::registration::write(&opts, &out, force)?;
+    println!("wrote {}", out.display());
+    Ok(())
 }
 
 fn report(result: anyhow::Result<()>) -> ExitCode {
@@ -188,7 +244,7 @@ fn blocks_check(file: &str, tool: Option<&str>) -> ExitCode {
         }
     };
     let result = match tool {
-        Some(name) => richbot::tools::plan(name, &value).map(|call| canonical_call(&call)).map_err(|e| e.error),
+        Some(name) => richbot::tools::plan(name, &value).map(|call| call.to_canonical_json()).map_err(|e| e.error),
         None => richbot::blocks::Rich::checked(value).map(|r| r.to_value()).map_err(|e| e.to_string()),
     };
     match result {
@@ -201,25 +257,4 @@ fn blocks_check(file: &str, tool: Option<&str>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn canonical_call(call: &richbot::tools::RichCall) -> serde_json::Value {
-    use richbot::tools::{RichCall, RoomTarget};
-    let room = |r: &RoomTarget| match r {
-        RoomTarget::Here => serde_json::Value::Null,
-        RoomTarget::Dm => "dm".into(),
-        RoomTarget::Named(n) => n.clone().into(),
-    };
-    let mut v = match call {
-        RichCall::Send { payload, fallback, reply_to, thread, room: r } => serde_json::json!({
-            "payload": payload.to_value(), "fallback": fallback, "reply_to": reply_to, "thread": thread, "room": room(r)
-        }),
-        RichCall::Edit { event_id, payload, fallback, room: r } => serde_json::json!({
-            "event_id": event_id, "payload": payload.to_value(), "fallback": fallback, "room": room(r)
-        }),
-    };
-    if let Some(map) = v.as_object_mut() {
-        map.retain(|_, x| !x.is_null());
-    }
-    v
 }

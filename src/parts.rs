@@ -2,9 +2,11 @@
 //! `run`, and `check`): the store, the homeserver client, the personas and the LLM client,
 //! from the validated settings.
 
+use std::time::Duration;
+
 use crate::config::Settings;
 use crate::personas::{DEFAULT_PROMPT, Persona, Personas};
-use crate::{agent, matrix, store};
+use crate::{agent, files, matrix, room, store, turn};
 
 /// The service could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -13,6 +15,8 @@ pub enum Error {
     Store(#[from] store::Error),
     #[error("HTTP server: {0}")]
     Serve(#[from] std::io::Error),
+    #[error("{0}")]
+    Locked(files::LockError),
 }
 
 /// The parts `run` wires together, built from the settings.
@@ -61,4 +65,47 @@ pub fn personas(settings: &Settings, matrix: matrix::Client, store: store::Store
         })
         .collect();
     Personas::new(list, matrix, store)
+}
+
+/// How turns run: `[bot]`, `[llm]` and `[limits]`.
+pub fn turn_limits(settings: &Settings) -> turn::Limits {
+    let (bot, l) = (&settings.config.bot, &settings.config.limits);
+    turn::Limits {
+        key: bot.writer_key,
+        history_chars: bot.history_chars,
+        bounds: agent::Bounds {
+            max_rounds: settings.config.llm.max_rounds,
+            calls_per_round: l.tool_calls_per_round as usize,
+        },
+        writes_per_turn: l.writes_per_turn,
+        deadline: Duration::from_secs(l.turn_deadline_secs),
+    }
+}
+
+/// The token budgets of `[limits]`.
+pub fn budget(settings: &Settings) -> turn::Budget {
+    let l = &settings.config.limits;
+    let budgets = store::Budgets {
+        per_user: l.tokens_per_user_per_day,
+        per_room: l.tokens_per_room_per_day,
+        total: l.tokens_per_day,
+    };
+    turn::Budget::new(budgets, settings.exempt.clone(), settings.config.llm.max_tokens)
+}
+
+/// When the personas answer, and how often: `[bot]`, `[access]` and `[limits]`.
+pub fn room_policy(settings: &Settings) -> room::Policy {
+    let (bot, l) = (&settings.config.bot, &settings.config.limits);
+    room::Policy {
+        staleness_ms: i64::try_from(bot.staleness_secs.saturating_mul(1000)).unwrap_or(i64::MAX),
+        group_requires_mention: bot.group_requires_mention,
+        allow: settings.allow.clone(),
+        rates: room::Rates {
+            per_room_per_minute: l.turns_per_room_per_minute,
+            per_asker_per_minute: l.turns_per_user_per_minute,
+            cooldown_secs: l.loop_cooldown_secs,
+            exempt: settings.exempt.clone(),
+        },
+        leave_encrypted: bot.encrypted_rooms == crate::config::EncryptedRooms::Leave,
+    }
 }

@@ -8,11 +8,19 @@ pub const NO_REPLY: &str = "[no reply]";
 pub const LLM_FAILED: &str =
     "Sorry, I can't reach my language model right now, so I couldn't answer that. Please try again in a little while.";
 
+/// Posted when the LLM endpoint refuses richbot's configuration (its key, its URL).
+pub const MISCONFIGURED: &str = "Sorry, I can't answer: my connection to my language model is misconfigured. \
+     The admin has been told; trying again won't help until they fix it.";
+
 /// Posted when the model kept calling tools past the round limit.
 pub const TOO_MANY_ROUNDS: &str = "Sorry, I couldn't finish that answer. Please try asking again, perhaps more simply.";
 
 /// Posted when a turn ran past its deadline.
 pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try again, perhaps with a simpler request.";
+
+/// Posted once in an encrypted room, which richbot cannot read.
+pub const ENCRYPTED: &str = "This room is encrypted, and I can't read encrypted messages yet, so I can't answer here. \
+     Please talk to me in an unencrypted room or direct chat.";
 
 /// Posted once after an outage, in a room whose questions arrived too late to answer.
 pub const AWAY: &str =

@@ -27,6 +27,39 @@ pub enum Error {
     NotAllowed(String),
 }
 
+/// What probing the endpoint found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// No HTTP answer (refused, timed out, DNS).
+    Unreachable(String),
+    /// An HTTP answer with this error status.
+    Status(u16),
+}
+
+impl Probe {
+    /// Whether this is a mistake in the configuration (the key, the URL), not an outage.
+    pub fn is_config_error(&self) -> bool {
+        matches!(self, Probe::Status(401 | 403 | 404))
+    }
+
+    /// What is wrong and what to do, for an admin.
+    pub fn explain(&self, base_url: &str, has_key: bool) -> String {
+        match self {
+            Probe::Unreachable(e) => {
+                format!("{base_url} is unreachable ({e}); is llm.base_url right and the server up?")
+            }
+            Probe::Status(404) => format!("{base_url}/models answered 404: does llm.base_url end in /v1?"),
+            Probe::Status(401 | 403) if !has_key => format!(
+                "{base_url} wants an API key and none is set: set llm.api_key, llm.api_key_file or OPENAI_API_KEY"
+            ),
+            Probe::Status(s @ (401 | 403)) => {
+                format!("{base_url} refused the API key ({s}): check llm.api_key, llm.api_key_file or OPENAI_API_KEY")
+            }
+            Probe::Status(s) => format!("{base_url}/models answered {s}"),
+        }
+    }
+}
+
 /// Attempts async-openai makes at one call: the first and its three retries.
 pub const ATTEMPTS: u32 = 4;
 /// Most time a call may spend waiting between its attempts.
@@ -71,18 +104,36 @@ impl Llm {
         }
     }
 
-    /// `GET {base}/models`: is the endpoint there and does it accept the key?
-    pub async fn reachable(&self) -> Result<(), Error> {
+    /// `GET {base}/models`: is the endpoint there, does it take the key, and which models
+    /// does it list (empty when it lists none)?
+    pub async fn probe(&self) -> Result<Vec<String>, Probe> {
         let mut req = self.http.get(format!("{}/models", self.base_url));
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
-        let response = req.send().await.map_err(|e| Error::Api(e.to_string()))?;
-        if response.status().is_success() {
-            Ok(())
-        } else {
-            Err(Error::Api(format!("GET {}/models answered {}", self.base_url, response.status())))
+        let response = req.send().await.map_err(|e| Probe::Unreachable(e.to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(Probe::Status(status.as_u16()));
         }
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let ids = body
+            .get("data")
+            .and_then(Value::as_array)
+            .map(|d| d.iter().filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned)).collect());
+        Ok(ids.unwrap_or_default())
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn has_key(&self) -> bool {
+        self.api_key.as_deref().is_some_and(|k| !k.is_empty())
     }
 }
 

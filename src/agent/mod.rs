@@ -9,7 +9,7 @@
 mod llm;
 mod wire;
 
-pub use llm::{Error, Llm};
+pub use llm::{Error, Llm, Probe};
 
 use serde::Serialize;
 use serde_json::Value;

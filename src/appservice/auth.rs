@@ -1,6 +1,10 @@
 //! Every appservice route requires the homeserver token: `Authorization: Bearer <hs_token>`
 //! or the legacy `?access_token=` (both present: they must match). Missing: 401
 //! `M_MISSING_TOKEN`; wrong: 403 `M_FORBIDDEN`. Compared in constant time.
+//!
+//! A refused request is logged at WARN with its usual cause (the homeserver has another
+//! `hs_token` than the registration richbot reads), at most once a minute, so a homeserver
+//! retrying with the wrong token is visible without flooding the log.
 
 use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
@@ -32,6 +36,33 @@ pub async fn require_hs_token(State(state): State<AppState>, request: Request, n
     };
     match verdict {
         Ok(()) => next.run(request).await,
-        Err(e) => e.into_response(),
+        Err(e) => {
+            if state.refusals.due(crate::clock::now_ms()) {
+                tracing::warn!(
+                    path = %request.uri().path(),
+                    refused = ?e,
+                    "refused a request without the registration's hs_token: if it comes from the homeserver, it \
+                     has a different hs_token than the registration richbot reads; give it the same file and \
+                     restart it (at most one such line a minute)"
+                );
+            }
+            e.into_response()
+        }
+    }
+}
+
+/// At most one log line a minute.
+#[derive(Debug, Default)]
+pub struct OncePerMinute {
+    last: std::sync::atomic::AtomicI64,
+}
+
+impl OncePerMinute {
+    /// Whether to log now (and, if so, not again for a minute).
+    pub fn due(&self, now: i64) -> bool {
+        use std::sync::atomic::Ordering;
+        let last = self.last.load(Ordering::Relaxed);
+        (last == 0 || now - last >= 60_000)
+            && self.last.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 }

@@ -31,12 +31,13 @@ pub struct AppState {
     hs_token: Arc<str>,
     inbox: Inbox,
     personas: Personas,
+    refusals: Arc<auth::OncePerMinute>,
 }
 
 impl AppState {
     /// `hs_token` is the registration's homeserver token, which every Matrix route requires.
     pub fn new(hs_token: &str, inbox: Inbox, personas: Personas) -> Self {
-        Self { hs_token: Arc::from(hs_token), inbox, personas }
+        Self { hs_token: Arc::from(hs_token), inbox, personas, refusals: Arc::default() }
     }
 }
 

@@ -40,7 +40,9 @@ pub fn registration(config: &Config, listen: Option<SocketAddr>, reg: &Registrat
     }
     if let (Some(listen), Some(url)) = (listen, reg.url.as_deref()) {
         match url_host_port(url) {
-            Some((host, port)) if port != listen.port() || !(listen.ip().is_unspecified() || same_host(&host, listen)) => {
+            Some((host, port))
+                if port != listen.port() || !(listen.ip().is_unspecified() || same_host(&host, listen)) =>
+            {
                 problems.push(format!(
                     "appservice.listen: richbot listens on {listen} but the registration's url is {url}, where the \
                      homeserver will look for it; make them the same address and port"
@@ -111,8 +113,7 @@ fn url_host_port(url: &str) -> Option<(String, u16)> {
 
 fn same_host(host: &str, listen: SocketAddr) -> bool {
     let loopback = |h: &str| matches!(h, "localhost" | "127.0.0.1" | "::1");
-    host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip == listen.ip())
-        || (loopback(host) && listen.ip().is_loopback())
+    host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip == listen.ip()) || (loopback(host) && listen.ip().is_loopback())
 }
 
 #[cfg(test)]

@@ -149,6 +149,19 @@ pub struct Bot {
     /// the bot answers every message in group rooms too.
     #[serde(default = "default_true")]
     pub group_requires_mention: bool,
+    /// In an encrypted room (which richbot cannot read yet) a persona says so once, then
+    /// `leave`s (default) or `stay`s silent.
+    #[serde(default)]
+    pub encrypted_rooms: EncryptedRooms,
+}
+
+/// What a persona does in an encrypted room.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EncryptedRooms {
+    #[default]
+    Leave,
+    Stay,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -233,8 +246,16 @@ impl Default for Bot {
             edit_interval_ms: default_edit_interval(),
             history_chars: default_history(),
             group_requires_mention: true,
+            encrypted_rooms: EncryptedRooms::default(),
         }
     }
+}
+
+/// Reads a config file as written, without validating it or applying the environment (for
+/// `generate-registration --config`, which needs only its listen address and server name).
+pub fn read_unchecked(path: &Path) -> Result<Config, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_owned(), source })?;
+    toml::from_str(&text).map_err(|e| Error::Parse { path: path.to_owned(), message: e.message().to_owned() })
 }
 
 /// Reads `path`, applies environment overrides from `env`, and validates.

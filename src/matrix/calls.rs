@@ -19,6 +19,13 @@ impl Client {
         self.call(Method::GET, "/_matrix/client/versions", None, None).await
     }
 
+    /// `GET /_matrix/client/v3/account/whoami` as the appservice's sender: which user the
+    /// homeserver takes the as_token for (an unknown registration answers `M_UNKNOWN_TOKEN`).
+    pub async fn whoami(&self) -> Result<OwnedUserId, Error> {
+        let answer = self.call(Method::GET, "/_matrix/client/v3/account/whoami", None, None).await?;
+        parse_field::<OwnedUserId>(&answer, "user_id")
+    }
+
     /// `POST /_matrix/client/v3/register` as the appservice, without a device. A user that
     /// exists already (`M_USER_IN_USE`) counts as registered.
     pub async fn register(&self, localpart: &str) -> Result<(), Error> {

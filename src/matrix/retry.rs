@@ -77,7 +77,11 @@ async fn classify(result: reqwest::Result<reqwest::Response>) -> Outcome {
         return Outcome::Done(if body.is_null() { Value::Object(Default::default()) } else { body });
     }
     let errcode = body.get("errcode").and_then(Value::as_str).unwrap_or("M_UNKNOWN").to_owned();
-    let error = body.get("error").and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut error = body.get("error").and_then(Value::as_str).unwrap_or("").to_owned();
+    // The appservice ping reports our own answer's status (`M_BAD_STATUS`) in `status`.
+    if let Some(inner) = body.get("status").and_then(Value::as_u64) {
+        error.push_str(&format!(" (status {inner})"));
+    }
     if status.as_u16() == 429 {
         let wait = body.get("retry_after_ms").and_then(Value::as_u64).map(Duration::from_millis).or(header_wait);
         return Outcome::Retry { wait, why: format!("rate limited ({errcode})") };

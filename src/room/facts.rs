@@ -23,6 +23,8 @@ pub struct Policy {
     pub allow: Vec<Regex>,
     /// Turn rate limits.
     pub rates: Rates,
+    /// Leave encrypted rooms (after saying why), or stay silent in them.
+    pub leave_encrypted: bool,
 }
 
 /// Turn rate limits (`limits.turns_per_*`, `loop_cooldown_secs`, `exempt`).

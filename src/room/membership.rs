@@ -1,8 +1,15 @@
 //! Member events: invites to a persona are accepted from allowed users (register, join,
 //! learn the members, remember a DM, greet if configured) and declined from anyone else;
 //! membership is kept in the store; a persona leaves a room where only personas remain.
+//!
+//! Encrypted rooms (seen in an invite's stripped state, an `m.room.encryption` event, or
+//! an encrypted message): richbot cannot read them yet, so each persona there says so
+//! once, as a notice, then leaves (or, with `bot.encrypted_rooms = "stay"`, stays silent).
 
-use ruma::RoomId;
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use ruma::{OwnedRoomId, RoomId, UserId};
 use serde_json::Value;
 
 use super::Error;
@@ -13,21 +20,48 @@ use crate::outbox::{Outbox, Write, WriteId};
 use crate::personas::{Persona, Personas};
 use crate::render;
 use crate::store::{Store, StoredEvent};
+use crate::strings;
 use crate::turn::{Outcome, Turns};
 
 /// Applies member events.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Membership {
     store: Store,
     matrix: matrix::Client,
     personas: Personas,
     outbox: Outbox,
     policy: Policy,
+    /// Encrypted rooms already told (for personas that stay).
+    told_encrypted: Mutex<HashSet<OwnedRoomId>>,
 }
 
 impl Membership {
     pub fn new(store: Store, matrix: matrix::Client, personas: Personas, outbox: Outbox, policy: Policy) -> Self {
-        Self { store, matrix, personas, outbox, policy }
+        Self { store, matrix, personas, outbox, policy, told_encrypted: Mutex::new(HashSet::new()) }
+    }
+
+    /// The room turned out to be encrypted (`event` showed it): each persona in it says so
+    /// once, then leaves unless configured to stay.
+    pub async fn encrypted(&self, event: &StoredEvent, turns: &Turns) -> Result<(), Error> {
+        let room = &event.room_id;
+        if !self.told_encrypted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(room.clone()) {
+            return Ok(());
+        }
+        let joined = self.store.joined_members(room).await?;
+        for persona in joined.iter().filter(|u| self.personas.get(u).is_some()) {
+            self.say_encrypted(room, persona, &event.sender, turns).await?;
+        }
+        Ok(())
+    }
+
+    async fn say_encrypted(&self, room: &RoomId, persona: &UserId, asker: &UserId, turns: &Turns) -> Result<(), Error> {
+        tracing::info!(%room, %persona, "the room is encrypted; saying so");
+        turns.notice((room, persona, asker), &[], strings::ENCRYPTED.to_owned(), Outcome::Encrypted).await?;
+        if self.policy.leave_encrypted {
+            self.matrix.leave(room, persona).await?;
+            self.store.set_membership(room, persona, "leave").await?;
+        }
+        Ok(())
     }
 
     /// Applies a member event; `turns` records a greeting as a turn of its own.
@@ -84,6 +118,10 @@ impl Membership {
             self.store.set_dm_room(user, &event.sender, room).await?;
         }
         tracing::info!(%room, persona = %user, inviter = %event.sender, "joined");
+        if invite_says_encrypted(&event.event) {
+            self.told_encrypted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(room.to_owned());
+            return self.say_encrypted(room, user, &event.sender, turns).await;
+        }
         if let Some(greeting) = &persona.greeting {
             let content = match render::text(greeting, None) {
                 Ok(c) => c,
@@ -102,4 +140,12 @@ impl Membership {
         }
         Ok(())
     }
+}
+
+/// Whether an invite's stripped state holds `m.room.encryption`.
+fn invite_says_encrypted(invite: &Value) -> bool {
+    let stripped = invite.get("invite_room_state").or_else(|| invite.get("unsigned")?.get("invite_room_state"));
+    stripped
+        .and_then(Value::as_array)
+        .is_some_and(|s| s.iter().any(|e| e.get("type").and_then(Value::as_str) == Some("m.room.encryption")))
 }

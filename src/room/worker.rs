@@ -83,6 +83,10 @@ impl Worker {
                     self.apply_membership(event).await?;
                     quiet.push(event.seq);
                 }
+                "m.room.encryption" | "m.room.encrypted" => {
+                    self.membership.encrypted(event, &self.turns).await?;
+                    quiet.push(event.seq);
+                }
                 "m.room.message" | "m.reaction" => match self.triage.trigger_of(event).await? {
                     Some((persona, _)) if self.triage.stale(event) => stale.push((event, persona)),
                     Some((persona, trigger)) => started.push((event, persona, trigger)),

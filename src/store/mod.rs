@@ -81,6 +81,13 @@ impl Store {
     }
 }
 
+/// The file of an SQLite URL (`sqlite://path?mode=...`), if it names one.
+pub fn file_path(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && !path.starts_with(':')).then(|| std::path::PathBuf::from(path))
+}
+
 /// Reads a column holding a Matrix id as its ruma type.
 fn id<T: TryFrom<String>>(row: &SqliteRow, column: &'static str) -> Result<T> {
     let value: String = row.try_get(column)?;

@@ -50,6 +50,30 @@ pub enum RichCall {
     },
 }
 
+impl RichCall {
+    /// The call as canonical JSON arguments (numbers canonicalized, absent keys left out):
+    /// what `richbot blocks check --tool` prints.
+    pub fn to_canonical_json(&self) -> serde_json::Value {
+        let room = |r: &RoomTarget| match r {
+            RoomTarget::Here => serde_json::Value::Null,
+            RoomTarget::Dm => "dm".into(),
+            RoomTarget::Named(n) => n.clone().into(),
+        };
+        let mut v = match self {
+            RichCall::Send { payload, fallback, reply_to, thread, room: r } => serde_json::json!({
+                "payload": payload.to_value(), "fallback": fallback, "reply_to": reply_to, "thread": thread, "room": room(r)
+            }),
+            RichCall::Edit { event_id, payload, fallback, room: r } => serde_json::json!({
+                "event_id": event_id, "payload": payload.to_value(), "fallback": fallback, "room": room(r)
+            }),
+        };
+        if let Some(map) = v.as_object_mut() {
+            map.retain(|_, x| !x.is_null());
+        }
+        v
+    }
+}
+
 /// Why a tool call was refused; sent back to the model as `{"error", "code", "path"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("{code}: {error}")]

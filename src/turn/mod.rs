@@ -154,16 +154,31 @@ impl Turns {
                         }
                         (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())
                     }
-                    (Err(e), None) => {
-                        tracing::error!(turn = turn.id, room = %scope.room, error = %e, "the LLM failed; telling the user");
-                        self.tell(turn, &scope, next, strings::LLM_FAILED).await;
-                        (Outcome::LlmFailed(e.to_string()), TurnRecord::default())
-                    }
+                    (Err(e), None) => (self.llm_failed(turn, &scope, next, e).await, TurnRecord::default()),
                     (Ok(done), _) => self.answered(turn, &scope, next, done).await,
                 }
             }
         };
         self.finish(turn, outcome, record).await
+    }
+
+    /// The LLM failed for good: a mistake in the configuration (the endpoint refuses the
+    /// key, or has no such path) is the admin's to fix, told as such; anything else is an
+    /// outage the person may retry.
+    async fn llm_failed(&self, turn: &TurnRow, scope: &Scope, next: WriteId, e: agent::Error) -> Outcome {
+        match self.llm.probe().await {
+            Err(probe) if probe.is_config_error() => {
+                let fix = probe.explain(self.llm.base_url(), self.llm.has_key());
+                tracing::error!(turn = turn.id, error = %e, fix, "the LLM endpoint is misconfigured");
+                self.tell(turn, scope, next, strings::MISCONFIGURED).await;
+                Outcome::Misconfigured(fix)
+            }
+            _ => {
+                tracing::error!(turn = turn.id, room = %scope.room, error = %e, "the LLM failed; telling the user");
+                self.tell(turn, scope, next, strings::LLM_FAILED).await;
+                Outcome::LlmFailed(e.to_string())
+            }
+        }
     }
 
     /// The outcome of a loop that ended with the model's answer (or the round limit).

@@ -16,6 +16,9 @@ pub enum Outcome {
     MaxRounds,
     /// The LLM failed for good; the person was told.
     LlmFailed(String),
+    /// The LLM endpoint refused the configuration (key, URL); the admin's fix is logged and
+    /// the person was told the bot is misconfigured.
+    Misconfigured(String),
     /// The answer could not be posted (refused, unavailable, or too large).
     PostFailed(String),
     /// The turn ran past its deadline; the person was told.
@@ -29,6 +32,8 @@ pub enum Outcome {
     Away,
     /// `!usage` was answered.
     Usage,
+    /// The room is encrypted; the persona said it cannot read it.
+    Encrypted,
     /// The turn's persona is no longer configured.
     PersonaRemoved,
     /// A persona greeted the room it joined.
@@ -45,12 +50,14 @@ impl Outcome {
             Outcome::NoReply => "no_reply",
             Outcome::MaxRounds => "max_rounds",
             Outcome::LlmFailed(_) => "llm_failed",
+            Outcome::Misconfigured(_) => "misconfigured",
             Outcome::PostFailed(_) => "post_failed",
             Outcome::Deadline => "deadline",
             Outcome::BudgetSpent(_) => "budget_spent",
             Outcome::RateLimited => "rate_limited",
             Outcome::Away => "away",
             Outcome::Usage => "usage",
+            Outcome::Encrypted => "encrypted",
             Outcome::PersonaRemoved => "persona_removed",
             Outcome::Greeted => "greeted",
             Outcome::GreetingFailed(_) => "greeting_failed",
@@ -59,10 +66,21 @@ impl Outcome {
 
     fn detail(&self) -> Option<&str> {
         match self {
-            Outcome::LlmFailed(d) | Outcome::PostFailed(d) | Outcome::GreetingFailed(d) | Outcome::BudgetSpent(d) => {
-                Some(d)
-            }
-            _ => None,
+            Outcome::LlmFailed(d)
+            | Outcome::Misconfigured(d)
+            | Outcome::PostFailed(d)
+            | Outcome::GreetingFailed(d)
+            | Outcome::BudgetSpent(d) => Some(d),
+            Outcome::Answered
+            | Outcome::NoReply
+            | Outcome::MaxRounds
+            | Outcome::Deadline
+            | Outcome::RateLimited
+            | Outcome::Away
+            | Outcome::Usage
+            | Outcome::Encrypted
+            | Outcome::PersonaRemoved
+            | Outcome::Greeted => None,
         }
     }
 }
@@ -94,12 +112,14 @@ impl FromStr for Outcome {
             "no_reply" => Outcome::NoReply,
             "max_rounds" => Outcome::MaxRounds,
             "llm_failed" => Outcome::LlmFailed(detail),
+            "misconfigured" => Outcome::Misconfigured(detail),
             "post_failed" => Outcome::PostFailed(detail),
             "deadline" => Outcome::Deadline,
             "budget_spent" => Outcome::BudgetSpent(detail),
             "rate_limited" => Outcome::RateLimited,
             "away" => Outcome::Away,
             "usage" => Outcome::Usage,
+            "encrypted" => Outcome::Encrypted,
             "persona_removed" => Outcome::PersonaRemoved,
             "greeted" => Outcome::Greeted,
             "greeting_failed" => Outcome::GreetingFailed(detail),
@@ -119,12 +139,14 @@ mod tests {
             Outcome::NoReply,
             Outcome::MaxRounds,
             Outcome::LlmFailed("LLM request failed: timed out: a: b".into()),
+            Outcome::Misconfigured("does llm.base_url end in /v1?".into()),
             Outcome::PostFailed("M_FORBIDDEN (403): no".into()),
             Outcome::Deadline,
             Outcome::BudgetSpent("user".into()),
             Outcome::RateLimited,
             Outcome::Away,
             Outcome::Usage,
+            Outcome::Encrypted,
             Outcome::PersonaRemoved,
             Outcome::Greeted,
             Outcome::GreetingFailed("homeserver unavailable: 502".into()),
