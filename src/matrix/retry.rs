@@ -86,7 +86,10 @@ async fn classify(result: reqwest::Result<reqwest::Response>) -> Outcome {
         let wait = body.get("retry_after_ms").and_then(Value::as_u64).map(Duration::from_millis).or(header_wait);
         return Outcome::Retry { wait, why: format!("rate limited ({errcode})") };
     }
-    if status.is_server_error() {
+    // The appservice ping reports richbot's own failure to answer with these, as a 502 or
+    // 504: the homeserver is fine, retrying will not change the answer.
+    let about_us = matches!(errcode.as_str(), "M_BAD_STATUS" | "M_CONNECTION_FAILED" | "M_CONNECTION_TIMEOUT");
+    if status.is_server_error() && !about_us {
         return Outcome::Retry { wait: None, why: format!("{status} {errcode}: {error}") };
     }
     Outcome::Fail(Error::Refused { status: status.as_u16(), errcode, error })

@@ -13,6 +13,7 @@ mod e2e_safety;
 mod e2e_turn;
 mod layout;
 mod edge;
+mod first_run;
 mod matrix_retry;
 mod pipeline;
 mod plan;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
@@ -45,6 +45,8 @@ struct Shared {
     requests: Arc<Mutex<Vec<Value>>>,
     /// Reported usage (prompt, completion); (100, 20) unless set.
     usage: Arc<Mutex<Option<(u64, u64)>>>,
+    /// When set, requests without `Authorization: Bearer <key>` get 401.
+    key: Arc<Mutex<Option<String>>>,
 }
 
 pub struct FakeLlm {
@@ -57,10 +59,7 @@ impl FakeLlm {
     pub async fn start() -> Self {
         let shared = Shared::default();
         let app = Router::new()
-            .route(
-                "/v1/models",
-                get(|| async { Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]})) }),
-            )
+            .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(complete))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -82,6 +81,11 @@ impl FakeLlm {
         *self.shared.responder.lock().expect("lock") = Some(Arc::new(f));
     }
 
+    /// Refuses (401) every request without `Authorization: Bearer <key>` from now on.
+    pub fn require_key(&self, key: &str) {
+        *self.shared.key.lock().expect("lock") = Some(key.to_owned());
+    }
+
     /// Reports this usage (prompt, completion tokens) from now on.
     pub fn set_usage(&self, prompt: u64, completion: u64) {
         *self.shared.usage.lock().expect("lock") = Some((prompt, completion));
@@ -98,7 +102,28 @@ impl Drop for FakeLlm {
     }
 }
 
-async fn complete(State(shared): State<Shared>, Json(request): Json<Value>) -> Response {
+/// Whether the request carries the key the server was told to require (if any).
+fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
+    let want = shared.key.lock().expect("lock").clone();
+    want.is_none_or(|k| headers.get("authorization").and_then(|h| h.to_str().ok()) == Some(&format!("Bearer {k}")))
+}
+
+fn unauthorized() -> Response {
+    let body = json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}});
+    (StatusCode::UNAUTHORIZED, Json(body)).into_response()
+}
+
+async fn models(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    if !authorized(&shared, &headers) {
+        return unauthorized();
+    }
+    Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]})).into_response()
+}
+
+async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request): Json<Value>) -> Response {
+    if !authorized(&shared, &headers) {
+        return unauthorized();
+    }
     shared.requests.lock().expect("lock").push(request.clone());
     let step = shared.script.lock().expect("lock").pop_front();
     let step = step.unwrap_or_else(|| match shared.responder.lock().expect("lock").as_ref() {
