@@ -68,3 +68,27 @@ fn a_bad_config_names_each_key() {
         assert!(err.lines().any(|l| l.starts_with(key)), "{key} in:\n{err}");
     }
 }
+
+#[test]
+fn generate_registration_from_a_config_matches_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("richbot.toml");
+    std::fs::write(
+        &config,
+        "[homeserver]\nurl = \"http://127.0.0.1:8008\"\nserver_name = \"chat.example.org\"\n[appservice]\n\
+         registration = \"reg/registration.yaml\"\nlisten = \"0.0.0.0:9100\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+    )
+    .expect("config");
+    std::fs::create_dir_all(dir.path().join("reg")).expect("folder");
+    let out = richbot(&["generate-registration", "--config", config.to_str().expect("utf8")], "");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let written = dir.path().join("reg/registration.yaml");
+    let reg: ruma::api::appservice::Registration =
+        serde_norway::from_str(&std::fs::read_to_string(&written).expect("written")).expect("valid");
+    assert_eq!(reg.url.as_deref(), Some("http://127.0.0.1:9100"), "the homeserver reaches a wildcard listen on loopback");
+    assert_eq!(reg.namespaces.users[0].regex, "@richbot_.*:chat\\.example\\.org");
+    // The pair validates: same server, same address.
+    richbot::config::load(&config, std::iter::empty()).expect("config and registration agree");
+    let again = richbot(&["generate-registration", "--config", config.to_str().expect("utf8")], "");
+    assert_eq!(again.status.code(), Some(1), "never overwritten without --force");
+}
