@@ -85,7 +85,11 @@ fn generate_registration_from_a_config_matches_it() {
     let written = dir.path().join("reg/registration.yaml");
     let reg: ruma::api::appservice::Registration =
         serde_norway::from_str(&std::fs::read_to_string(&written).expect("written")).expect("valid");
-    assert_eq!(reg.url.as_deref(), Some("http://127.0.0.1:9100"), "the homeserver reaches a wildcard listen on loopback");
+    assert_eq!(
+        reg.url.as_deref(),
+        Some("http://127.0.0.1:9100"),
+        "the homeserver reaches a wildcard listen on loopback"
+    );
     assert_eq!(reg.namespaces.users[0].regex, "@richbot_.*:chat\\.example\\.org");
     // The pair validates: same server, same address.
     richbot::config::load(&config, std::iter::empty()).expect("config and registration agree");
