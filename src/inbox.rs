@@ -53,8 +53,12 @@ impl Inbox {
     /// Commits a transaction's events; idempotent. Returns once they are durable.
     pub async fn accept(&self, txn_id: &str, events: Vec<Raw<AnyTimelineEvent>>) -> Result<Accepted, store::Error> {
         let total = events.len() as u64;
-        let parsed: Vec<NewEvent> = events.into_iter().filter_map(|e| to_new_event(txn_id, e)).collect();
+        let parsed: Vec<NewEvent> = events.into_iter().filter_map(to_new_event).collect();
         let malformed = total - parsed.len() as u64;
+        if malformed > 0 {
+            // One line per transaction, whatever it holds: a flood of bad events is one line.
+            tracing::warn!(txn_id, malformed, total, "skipped malformed events (need a valid event_id, room_id, sender and type)");
+        }
         let new = self.store.insert_events(&parsed, now_ms()).await?;
         let accepted = Accepted { new, duplicate: parsed.len() as u64 - new, malformed };
         tracing::debug!(txn_id, ?accepted, "transaction stored");
@@ -84,8 +88,8 @@ struct Head {
 
 /// The event's ids as ruma types; an event without a valid `event_id`, `room_id`,
 /// `sender` or `type` cannot be answered or deduplicated, and is counted malformed.
-fn to_new_event(txn_id: &str, event: Raw<AnyTimelineEvent>) -> Option<NewEvent> {
-    let parsed = event.deserialize_as_unchecked::<Head>().ok().and_then(|head| {
+fn to_new_event(event: Raw<AnyTimelineEvent>) -> Option<NewEvent> {
+    event.deserialize_as_unchecked::<Head>().ok().and_then(|head| {
         Some(NewEvent {
             event_id: id(head.event_id)?,
             room_id: id(head.room_id)?,
@@ -95,11 +99,7 @@ fn to_new_event(txn_id: &str, event: Raw<AnyTimelineEvent>) -> Option<NewEvent> 
             origin_ts: head.origin_server_ts.and_then(|t| t.as_i64()).unwrap_or_else(now_ms),
             event: event.into_json().get().to_owned(),
         })
-    });
-    if parsed.is_none() {
-        tracing::warn!(txn_id, "skipping a malformed event (needs a valid event_id, room_id, sender and type)");
-    }
-    parsed
+    })
 }
 
 fn id<T: TryFrom<String>>(s: Option<String>) -> Option<T> {

@@ -128,7 +128,8 @@ pub async fn run(
     let policy = parts::room_policy(&settings);
     let rooms = room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy, metrics.clone());
     let inbox = inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone());
-    let state = appservice::AppState::new(&settings.registration.hs_token, inbox, personas.clone());
+    let concurrent = settings.config.appservice.max_concurrent_transactions;
+    let state = appservice::AppState::with_limit(&settings.registration.hs_token, inbox, personas.clone(), concurrent);
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
 
     // Personas are registered in the background: a homeserver that is still starting must

@@ -190,6 +190,9 @@ fn init_logging(settings: &Settings) {
 fn serve(path: PathBuf) -> anyhow::Result<()> {
     let settings = load(&path)?;
     init_logging(&settings);
+    for w in &settings.warnings {
+        tracing::warn!("{w}");
+    }
     runtime()?.block_on(async {
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await
@@ -218,6 +221,9 @@ fn check(path: PathBuf) -> anyhow::Result<bool> {
             return Ok(false);
         }
     };
+    for w in &settings.warnings {
+        println!("WARN config: {w}");
+    }
     let lines = runtime()?.block_on(richbot::check::run(&settings));
     for l in &lines {
         println!("{l}");

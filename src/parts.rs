@@ -29,7 +29,8 @@ pub struct Parts {
 
 impl Parts {
     pub async fn build(settings: &Settings) -> Result<Self, Error> {
-        let store = store::Store::open(&settings.config.database.url).await?;
+        let db = &settings.config.database;
+        let store = store::Store::open_with(&db.url, db.synchronous == crate::config::Synchronous::Full).await?;
         let matrix = matrix::Client::new(
             &settings.config.homeserver.url,
             &settings.registration.as_token,

@@ -19,6 +19,8 @@ pub enum ApiError {
     TooLarge,
     /// Storage failed: the homeserver must retry the transaction.
     Unavailable,
+    /// Too many transactions at once: retry in a second.
+    Busy,
 }
 
 impl IntoResponse for ApiError {
@@ -34,6 +36,11 @@ impl IntoResponse for ApiError {
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "M_TOO_LARGE", "Request body is too large"),
             ApiError::Unavailable => {
                 (StatusCode::SERVICE_UNAVAILABLE, "M_UNKNOWN", "Temporarily unavailable; retry later")
+            }
+            ApiError::Busy => {
+                let body = json!({"errcode": "M_LIMIT_EXCEEDED", "error": "Too many transactions at once", "retry_after_ms": 1000});
+                return (StatusCode::SERVICE_UNAVAILABLE, [(axum::http::header::RETRY_AFTER, "1")], Json(body))
+                    .into_response();
             }
         };
         (status, Json(json!({"errcode": errcode, "error": error}))).into_response()

@@ -32,12 +32,20 @@ pub struct AppState {
     inbox: Inbox,
     personas: Personas,
     refusals: Arc<auth::OncePerMinute>,
+    /// Transactions being handled; one permit each.
+    transactions: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
     /// `hs_token` is the registration's homeserver token, which every Matrix route requires.
     pub fn new(hs_token: &str, inbox: Inbox, personas: Personas) -> Self {
-        Self { hs_token: Arc::from(hs_token), inbox, personas, refusals: Arc::default() }
+        Self::with_limit(hs_token, inbox, personas, 4)
+    }
+
+    /// Like [`AppState::new`], handling at most `concurrent` transactions at once.
+    pub fn with_limit(hs_token: &str, inbox: Inbox, personas: Personas, concurrent: usize) -> Self {
+        let transactions = Arc::new(tokio::sync::Semaphore::new(concurrent.max(1)));
+        Self { hs_token: Arc::from(hs_token), inbox, personas, refusals: Arc::default(), transactions }
     }
 }
 

@@ -28,12 +28,28 @@ struct Body {
     events: Option<Vec<Raw<AnyTimelineEvent>>>,
 }
 
+/// Most events in one transaction (Synapse sends at most 100).
+pub const MAX_EVENTS: usize = 10_000;
+/// Bodies larger than this are parsed on the blocking pool, off the async workers.
+const PARSE_INLINE_BYTES: usize = 256 * 1024;
+
 pub async fn push_events(
     State(state): State<AppState>,
     Path(txn_id): Path<String>,
     body: Result<bytes::Bytes, BytesRejection>,
 ) -> Response {
-    let events = match read(body) {
+    // Bounded concurrency: a token holder cannot make richbot parse and store without end.
+    let Ok(_permit) = state.transactions.clone().try_acquire_owned() else {
+        return ApiError::Busy.into_response();
+    };
+    let read = match body {
+        Ok(bytes) if bytes.len() > PARSE_INLINE_BYTES => {
+            tokio::task::spawn_blocking(move || read(Ok(bytes))).await.unwrap_or(Err(ApiError::Unavailable))
+        }
+        body => read(body),
+    };
+    let events = match read {
+        Ok(events) if events.len() > MAX_EVENTS => return ApiError::TooLarge.into_response(),
         Ok(events) => events,
         Err(e) => return e.into_response(),
     };

@@ -20,6 +20,8 @@ pub struct Settings {
     pub allow: Vec<Regex>,
     /// `limits.exempt`, compiled.
     pub exempt: Vec<Regex>,
+    /// What is allowed but unwise (secrets readable by others), for `check` and `serve`.
+    pub warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for Settings {

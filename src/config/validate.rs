@@ -11,6 +11,7 @@ use super::{Config, Error, Persona, Settings, cross};
 
 pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
     let mut problems = Vec::new();
+    let mut warnings = Vec::new();
     let http = |s: &str| s.starts_with("http://") || s.starts_with("https://");
     if !http(&config.homeserver.url) {
         problems.push(format!("homeserver.url: must be an http(s) URL (got \"{}\")", config.homeserver.url));
@@ -61,6 +62,12 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         (Some(k), _) => Some(k.clone()),
         (None, Some(file)) => {
             let file = if file.is_relative() { base.join(file) } else { file.clone() };
+            if crate::files::readable_by_others(&file) {
+                warnings.push(format!(
+                    "llm.api_key_file: {} is readable by other users; chmod 600 it",
+                    file.display()
+                ));
+            }
             match std::fs::read_to_string(&file) {
                 Ok(k) => Some(k.trim().to_owned()),
                 Err(e) => {
@@ -150,7 +157,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
 
     match (problems.is_empty(), registration, listen) {
         (true, Some(registration), Ok(listen)) => {
-            Ok(Settings { config, registration, listen, api_key, personas, allow, exempt })
+            Ok(Settings { config, registration, listen, api_key, personas, allow, exempt, warnings })
         }
         _ => Err(Error::Invalid(problems)),
     }

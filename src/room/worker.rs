@@ -83,6 +83,14 @@ impl Worker {
                     self.apply_membership(event).await?;
                     quiet.push(event.seq);
                 }
+                "m.room.redaction" => {
+                    let redacts = event.event.get("redacts").or_else(|| event.content().get("redacts"));
+                    if let Some(target) = redacts.and_then(|r| r.as_str()).and_then(|r| ruma::EventId::parse(r).ok()) {
+                        let scrubbed = self.store.redact(room, &target).await?;
+                        tracing::info!(%room, redacted = %target, scrubbed, "redaction applied");
+                    }
+                    quiet.push(event.seq);
+                }
                 "m.room.encryption" | "m.room.encrypted" => {
                     self.membership.encrypted(event, &self.turns).await?;
                     quiet.push(event.seq);

@@ -178,4 +178,28 @@ impl Store {
         let rows = sqlx::query(&sql).bind(room_id.as_str()).fetch_all(&self.pool).await?;
         rows.iter().map(StoredEvent::from_row).collect()
     }
+
+    /// Scrubs a redacted event's content, and that of its edits, from the stored events
+    /// and from our sent messages (the database runs with `secure_delete`).
+    pub async fn redact(&self, room_id: &RoomId, event_id: &EventId) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let scrubbed = sqlx::query(
+            "UPDATE events SET event = json_set(event, '$.content', json('{}'))
+             WHERE room_id = ?1 AND (event_id = ?2
+                OR (json_extract(event, '$.content.\"m.relates_to\".rel_type') = 'm.replace'
+                    AND json_extract(event, '$.content.\"m.relates_to\".event_id') = ?2))",
+        )
+        .bind(room_id.as_str())
+        .bind(event_id.as_str())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        sqlx::query("UPDATE sent_messages SET content = '{}' WHERE room_id = ?1 AND (event_id = ?2 OR replaces = ?2)")
+            .bind(room_id.as_str())
+            .bind(event_id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(scrubbed)
+    }
 }

@@ -3,7 +3,8 @@
 //! Lifecycle of a turn (the room stage has already claimed its events in the store):
 //! 1. The [`Scope`] is settled: room, persona, asker, whether the room is a DM, and the
 //!    thread the turn answers in (the last triggering event's).
-//! 2. The conversation is built (`context`, pure) from the room's stored history; the
+//! 2. The conversation is built (`context`, pure) from the room's stored history up to
+//!    the moment the turn starts (later answers of the persona included); the
 //!    tools are offered with the rooms the asker may name (`targets::choices`).
 //! 3. The agent loop runs with the persona's typing notice on, within the turn's deadline
 //!    and its bounds (rounds, tool calls per reply); every model call is metered against
@@ -114,8 +115,9 @@ impl Turns {
         let Some(persona) = self.personas.get(&turn.persona) else {
             return self.finish(turn, Outcome::PersonaRemoved, TurnRecord::default()).await;
         };
-        let last_seq = events.iter().map(|e| e.seq).max().unwrap_or(i64::MAX);
-        let history = self.store.history(&scope.room, last_seq, 200).await?;
+        // Everything in the room up to now: the persona's answers posted after the
+        // triggering events (a previous turn still running then) included.
+        let history = self.store.history(&scope.room, i64::MAX, 200).await?;
         let situation = context::Situation {
             scope: &scope,
             display_name: &persona.display_name,

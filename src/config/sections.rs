@@ -1,0 +1,219 @@
+//! The sections of the config file, as read: one struct per `[section]`, with defaults.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::blocks::WriterKey;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where to serve `GET /metrics` (Prometheus text); off when unset.
+    #[serde(default)]
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Homeserver {
+    /// Client-server API base, e.g. `http://127.0.0.1:8008`.
+    pub url: String,
+    /// The homeserver's server name (the part after `:` in user ids).
+    pub server_name: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Appservice {
+    /// Path of the registration file the homeserver was given.
+    pub registration: PathBuf,
+    /// Where the homeserver reaches us.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// Largest transaction body accepted (Synapse sends up to 100 events of up to 64 KiB).
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+    /// Transactions handled at once; more get 503 with `Retry-After`.
+    #[serde(default = "default_concurrent")]
+    pub max_concurrent_transactions: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Database {
+    #[serde(default = "default_db")]
+    pub url: String,
+    /// SQLite's `synchronous`: with `full` (default) a transaction answered 200 survives
+    /// power loss; `normal` survives a crash of richbot but may lose the last
+    /// transactions to power loss, for less disk work.
+    #[serde(default)]
+    pub synchronous: Synchronous,
+}
+
+/// SQLite's durability setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    #[default]
+    Full,
+    Normal,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Llm {
+    /// OpenAI-compatible API base including `/v1`.
+    pub base_url: String,
+    pub model: String,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub api_key_file: Option<PathBuf>,
+    #[serde(default = "default_llm_timeout")]
+    pub timeout_secs: u64,
+    /// Tool rounds per turn at most.
+    #[serde(default = "default_rounds")]
+    pub max_rounds: u32,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+}
+
+impl std::fmt::Debug for Llm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Llm")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout_secs", &self.timeout_secs)
+            .field("max_rounds", &self.max_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bot {
+    /// Content key payloads are written under.
+    #[serde(default)]
+    pub writer_key: WriterKey,
+    /// Rooms whose turns may run at once.
+    #[serde(default = "default_parallel")]
+    pub max_parallel_rooms: usize,
+    /// Events older than this (catching up after downtime) are kept as history only.
+    #[serde(default = "default_staleness")]
+    pub staleness_secs: u64,
+    /// Least time between two writes (send, edits) to one message.
+    #[serde(default = "default_edit_interval")]
+    pub edit_interval_ms: u64,
+    /// Characters of room history given to the model.
+    #[serde(default = "default_history")]
+    pub history_chars: usize,
+    /// In group rooms, answer only when addressed (mention, reply, thread). When false,
+    /// the bot answers every message in group rooms too.
+    #[serde(default = "default_true")]
+    pub group_requires_mention: bool,
+    /// In an encrypted room (which richbot cannot read yet) a persona says so once, then
+    /// `leave`s (default) or `stay`s silent.
+    #[serde(default)]
+    pub encrypted_rooms: EncryptedRooms,
+}
+
+/// What a persona does in an encrypted room.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EncryptedRooms {
+    #[default]
+    Leave,
+    Stay,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Persona {
+    pub localpart: String,
+    #[serde(default)]
+    pub display_name: Option<String>,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Posted when the persona joins a room, if set.
+    #[serde(default)]
+    pub greeting: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Access {
+    /// Who may invite and talk to the bot: full user ids, or patterns with `*`
+    /// (`*:example.org`). Empty: users of this homeserver only.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Logging {
+    /// `human` (default) or `json`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// A tracing filter, e.g. `richbot=debug,info`.
+    #[serde(default)]
+    pub filter: Option<String>,
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:9009".to_owned()
+}
+fn default_max_body() -> usize {
+    16 * 1024 * 1024
+}
+fn default_concurrent() -> usize {
+    4
+}
+fn default_db() -> String {
+    "sqlite://richbot.db".to_owned()
+}
+fn default_llm_timeout() -> u64 {
+    60
+}
+fn default_rounds() -> u32 {
+    8
+}
+fn default_max_tokens() -> u32 {
+    2048
+}
+fn default_parallel() -> usize {
+    8
+}
+fn default_staleness() -> u64 {
+    300
+}
+fn default_edit_interval() -> u64 {
+    2500
+}
+fn default_history() -> usize {
+    12_000
+}
+fn default_true() -> bool {
+    true
+}
+
+impl Default for Database {
+    fn default() -> Self {
+        Self { url: default_db(), synchronous: Synchronous::default() }
+    }
+}
+
+impl Default for Bot {
+    fn default() -> Self {
+        Self {
+            writer_key: WriterKey::default(),
+            max_parallel_rooms: default_parallel(),
+            staleness_secs: default_staleness(),
+            edit_interval_ms: default_edit_interval(),
+            history_chars: default_history(),
+            group_requires_mention: true,
+            encrypted_rooms: EncryptedRooms::default(),
+        }
+    }
+}
