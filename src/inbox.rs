@@ -57,7 +57,12 @@ impl Inbox {
         let malformed = total - parsed.len() as u64;
         if malformed > 0 {
             // One line per transaction, whatever it holds: a flood of bad events is one line.
-            tracing::warn!(txn_id, malformed, total, "skipped malformed events (need a valid event_id, room_id, sender and type)");
+            tracing::warn!(
+                txn_id,
+                malformed,
+                total,
+                "skipped malformed events (need a valid event_id, room_id, sender and type)"
+            );
         }
         let new = self.store.insert_events(&parsed, now_ms()).await?;
         let accepted = Accepted { new, duplicate: parsed.len() as u64 - new, malformed };

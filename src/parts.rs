@@ -80,6 +80,7 @@ pub fn turn_limits(settings: &Settings) -> turn::Limits {
         },
         writes_per_turn: l.writes_per_turn,
         deadline: Duration::from_secs(l.turn_deadline_secs),
+        delivery_deadline: Duration::from_secs(bot.delivery_deadline_secs),
     }
 }
 

@@ -22,6 +22,10 @@ pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try 
 pub const ENCRYPTED: &str = "This room is encrypted, and I can't read encrypted messages yet, so I can't answer here. \
      Please talk to me in an unencrypted room or direct chat.";
 
+/// Posted when an answer could not be delivered before `bot.delivery_deadline_secs`.
+pub const UNDELIVERED: &str = "Sorry, I lost an answer to you: I couldn't reach the server to post it for too long. \
+     Please ask again.";
+
 /// Posted once after an outage, in a room whose questions arrived too late to answer.
 pub const AWAY: &str =
     "I was away and missed messages sent while I was offline. Please ask again if you still need an answer.";

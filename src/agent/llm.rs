@@ -25,6 +25,10 @@ pub enum Error {
     /// be checked); the reason is the caller's to report.
     #[error("the call was not made: {0}")]
     NotAllowed(String),
+    /// The turn cannot go on now (a write could not be made, a record not kept); it is
+    /// resumed later from what was recorded.
+    #[error("suspended: {0}")]
+    Suspended(String),
 }
 
 /// What probing the endpoint found wrong.

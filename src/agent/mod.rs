@@ -3,15 +3,16 @@
 //! Lifecycle: send the conversation with the tools -> if the model calls tools, run each
 //! through the [`ToolRunner`] (which plans, authorizes and posts) and append the results
 //! -> ask again -> until the model answers with text or `max_rounds` is reached. A tool
-//! failure is a tool result the model can act on, never an error of the loop; only the
-//! LLM itself failing for good (after its bounded retries) ends the loop with an error.
+//! failure is a tool result the model can act on, never an error of the loop; the loop
+//! ends with an error only when the LLM fails for good (after its bounded retries), or
+//! when a runner suspends it (the write cannot be made now; the turn resumes later).
 
 mod llm;
 mod wire;
 
 pub use llm::{Error, Llm, Probe};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One tool as offered to the model (the OpenAI function-tool shape). The agent owns this
@@ -34,7 +35,7 @@ pub enum Message {
 }
 
 /// A tool call as the model made it; `arguments` is JSON text (maybe broken).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -42,14 +43,14 @@ pub struct ToolCall {
 }
 
 /// Token counts, summed over a turn.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt: u64,
     pub completion: u64,
 }
 
 /// One model answer.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
     pub text: Option<String>,
     pub tool_calls: Vec<ToolCall>,
@@ -67,9 +68,15 @@ pub struct Outcome {
     pub exhausted: bool,
 }
 
-/// Runs one tool call and returns the tool result (JSON text) for the model.
+/// Why a runner stopped the loop: the call could not be made now (the homeserver is
+/// down, the database failed), and the turn is to be resumed later, not answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suspend(pub String);
+
+/// Runs one tool call and returns the tool result (JSON text) for the model, or suspends
+/// the loop.
 pub trait ToolRunner {
-    fn run(&mut self, call: &ToolCall) -> impl std::future::Future<Output = String> + Send;
+    fn run(&mut self, call: &ToolCall) -> impl std::future::Future<Output = Result<String, Suspend>> + Send;
 
     /// The tool result for a call that was not run because the reply held more than
     /// `limit` calls.
@@ -117,7 +124,10 @@ pub async fn run_loop<L: Complete, R: ToolRunner>(
         }
         for (i, call) in reply.tool_calls.iter().enumerate() {
             let content = if i < bounds.calls_per_round {
-                runner.run(call).await
+                match runner.run(call).await {
+                    Ok(content) => content,
+                    Err(Suspend(why)) => return (Err(Error::Suspended(why)), messages),
+                }
             } else {
                 runner.skipped(call, bounds.calls_per_round)
             };

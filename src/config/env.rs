@@ -108,6 +108,17 @@ fn hide_values(message: &str) -> String {
     quoted.replace_all(message.trim(), "(a value)").into_owned()
 }
 
+fn scalar(raw: &str) -> toml::Value {
+    if let Ok(i) = raw.parse::<i64>() {
+        return toml::Value::Integer(i);
+    }
+    match raw {
+        "true" => toml::Value::Boolean(true),
+        "false" => toml::Value::Boolean(false),
+        _ => toml::Value::String(raw.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,17 +130,9 @@ mod tests {
         let said = syntax_error(text, &e);
         assert!(said.starts_with("line 2, column "), "{said}");
         assert!(!said.contains("sk-secret"), "{said}");
-        assert_eq!(hide_values("invalid type: integer `12345`, expected a string"), "invalid type: integer (a value), expected a string");
-    }
-}
-
-fn scalar(raw: &str) -> toml::Value {
-    if let Ok(i) = raw.parse::<i64>() {
-        return toml::Value::Integer(i);
-    }
-    match raw {
-        "true" => toml::Value::Boolean(true),
-        "false" => toml::Value::Boolean(false),
-        _ => toml::Value::String(raw.to_owned()),
+        assert_eq!(
+            hide_values("invalid type: integer `12345`, expected a string"),
+            "invalid type: integer (a value), expected a string"
+        );
     }
 }

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-
 mod cross;
 mod env;
 mod limits;
@@ -75,7 +74,9 @@ pub fn load(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Res
     let base = path.parent().unwrap_or(Path::new("."));
     let mut settings = from_str(&text, path, base, env)?;
     if crate::files::readable_by_others(path) && (settings.config.llm.api_key.is_some()) {
-        settings.warnings.push(format!("{} holds llm.api_key and is readable by other users; chmod 600 it", path.display()));
+        settings
+            .warnings
+            .push(format!("{} holds llm.api_key and is readable by other users; chmod 600 it", path.display()));
     }
     Ok(settings)
 }

@@ -117,6 +117,10 @@ pub struct Bot {
     /// `leave`s (default) or `stay`s silent.
     #[serde(default)]
     pub encrypted_rooms: EncryptedRooms,
+    /// An answer the homeserver would not take (down) is retried this long, then given up
+    /// and the person told.
+    #[serde(default = "default_delivery_deadline")]
+    pub delivery_deadline_secs: u64,
 }
 
 /// What a persona does in an encrypted room.
@@ -167,6 +171,9 @@ fn default_listen() -> String {
 fn default_max_body() -> usize {
     16 * 1024 * 1024
 }
+fn default_delivery_deadline() -> u64 {
+    3600
+}
 fn default_concurrent() -> usize {
     4
 }
@@ -214,6 +221,7 @@ impl Default for Bot {
             history_chars: default_history(),
             group_requires_mention: true,
             encrypted_rooms: EncryptedRooms::default(),
+            delivery_deadline_secs: default_delivery_deadline(),
         }
     }
 }

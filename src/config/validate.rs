@@ -63,10 +63,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         (None, Some(file)) => {
             let file = if file.is_relative() { base.join(file) } else { file.clone() };
             if crate::files::readable_by_others(&file) {
-                warnings.push(format!(
-                    "llm.api_key_file: {} is readable by other users; chmod 600 it",
-                    file.display()
-                ));
+                warnings.push(format!("llm.api_key_file: {} is readable by other users; chmod 600 it", file.display()));
             }
             match std::fs::read_to_string(&file) {
                 Ok(k) => Some(k.trim().to_owned()),

@@ -69,6 +69,14 @@ impl Client {
         parse_field::<OwnedEventId>(&answer, "event_id")
     }
 
+    /// `GET /_matrix/client/v3/rooms/{roomId}/messages?dir=b` as `user`: the room's last
+    /// `limit` events, newest first.
+    pub async fn recent_events(&self, room: &RoomId, user: &UserId, limit: u32) -> Result<Vec<Value>, Error> {
+        let path = format!("/_matrix/client/v3/rooms/{}/messages?dir=b&limit={limit}", enc(room.as_str()));
+        let answer = self.call(Method::GET, &path, Some(user), None).await?;
+        Ok(answer.get("chunk").and_then(Value::as_array).cloned().unwrap_or_default())
+    }
+
     /// `PUT /_matrix/client/v3/rooms/{roomId}/typing/{userId}`.
     pub async fn typing(&self, room: &RoomId, user: &UserId, typing: bool, timeout_ms: u64) -> Result<(), Error> {
         let path = format!("/_matrix/client/v3/rooms/{}/typing/{}", enc(room.as_str()), enc(user.as_str()));

@@ -42,6 +42,8 @@ pub enum Error {
     Matrix(#[from] matrix::Error),
     #[error("persona: {0}")]
     Persona(#[from] personas::Error),
+    #[error("turn: {0}")]
+    Turn(#[from] crate::turn::Error),
 }
 
 /// What the room stage is built from.

@@ -13,6 +13,10 @@ pub struct NewWrite<'a> {
     pub seq: i64,
     pub room: &'a RoomId,
     pub sender: &'a UserId,
+    /// `send` or `edit`.
+    pub kind: &'a str,
+    /// A stable hash of the content, to refuse a different content under the same id.
+    pub content_hash: &'a str,
 }
 
 /// Where one write stands.
@@ -31,6 +35,10 @@ pub enum OutboxState {
 pub struct OutboxRow {
     pub txn_id: String,
     pub state: OutboxState,
+    /// Attempts made so far: a pending row with attempts may have landed unseen.
+    pub attempts: i64,
+    /// Whether the row was made for the same room, kind and content as this claim.
+    pub same: bool,
 }
 
 impl Store {
@@ -38,8 +46,8 @@ impl Store {
     /// gets the row it made before the crash, with that row's transaction id.
     pub async fn outbox_claim(&self, w: &NewWrite<'_>, now: i64) -> Result<OutboxRow> {
         sqlx::query(
-            "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at) VALUES (?, ?, ?, ?, ?, ?)
-             ON CONFLICT (turn_id, seq) DO NOTHING",
+            "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at, kind, content_hash)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id, seq) DO NOTHING",
         )
         .bind(w.txn_id)
         .bind(w.turn)
@@ -47,20 +55,28 @@ impl Store {
         .bind(w.room.as_str())
         .bind(w.sender.as_str())
         .bind(now)
+        .bind(w.kind)
+        .bind(w.content_hash)
         .execute(&self.pool)
         .await?;
-        let row = sqlx::query("SELECT txn_id, state, event_id, error FROM outbox WHERE turn_id = ? AND seq = ?")
-            .bind(w.turn)
-            .bind(w.seq)
-            .fetch_one(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash FROM outbox
+             WHERE turn_id = ? AND seq = ?",
+        )
+        .bind(w.turn)
+        .bind(w.seq)
+        .fetch_one(&self.pool)
+        .await?;
         let state: String = row.try_get("state")?;
         let state = match (state.as_str(), opt_id(&row, "event_id")?) {
             ("sent", Some(event_id)) => OutboxState::Sent(event_id),
             ("failed", _) => OutboxState::Failed(row.try_get::<Option<String>, _>("error")?.unwrap_or_default()),
             _ => OutboxState::Pending,
         };
-        Ok(OutboxRow { txn_id: row.try_get("txn_id")?, state })
+        let same = row.try_get::<String, _>("room_id")? == w.room.as_str()
+            && row.try_get::<Option<String>, _>("kind")?.is_none_or(|k| k == w.kind)
+            && row.try_get::<Option<String>, _>("content_hash")?.is_none_or(|h| h == w.content_hash);
+        Ok(OutboxRow { txn_id: row.try_get("txn_id")?, state, attempts: row.try_get("attempts")?, same })
     }
 
     /// Counts an attempt at a write.

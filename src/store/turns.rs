@@ -15,6 +15,8 @@ pub struct TurnRow {
     pub asker: OwnedUserId,
     /// For a turn that only posts a notice: the notice, and the outcome it ends with.
     pub notice: Option<Notice>,
+    /// When the turn started (ms): delivery is given up some time after.
+    pub started_at: i64,
 }
 
 /// The one message of a notice-only turn.
@@ -71,6 +73,7 @@ impl Store {
             persona: persona.to_owned(),
             asker: asker.to_owned(),
             notice: notice.cloned(),
+            started_at: now,
         })
     }
 
@@ -78,7 +81,7 @@ impl Store {
     /// it claimed.
     pub async fn unfinished_turn(&self, room_id: &RoomId) -> Result<Option<(TurnRow, Vec<StoredEvent>)>> {
         let row = sqlx::query(
-            "SELECT id, room_id, persona, asker, notice, notice_outcome FROM turns
+            "SELECT id, room_id, persona, asker, notice, notice_outcome, started_at FROM turns
              WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1",
         )
         .bind(room_id.as_str())
@@ -94,11 +97,43 @@ impl Store {
                 (Some(text), Some(outcome)) => Some(Notice { outcome, text }),
                 _ => None,
             },
+            started_at: row.try_get("started_at")?,
         };
         let sql = format!("SELECT {COLUMNS} FROM events WHERE turn_id = ? ORDER BY seq");
         let rows = sqlx::query(&sql).bind(turn.id).fetch_all(&self.pool).await?;
         let events = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;
         Ok(Some((turn, events)))
+    }
+
+    /// Turns a running turn into one that only posts `notice` (a lost answer, told).
+    pub async fn set_turn_notice(&self, id: i64, notice: &Notice) -> Result<()> {
+        sqlx::query("UPDATE turns SET notice = ?, notice_outcome = ? WHERE id = ? AND state = 'running'")
+            .bind(&notice.text)
+            .bind(&notice.outcome)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records a model reply of a turn (round from 1), before its tools run.
+    pub async fn record_reply(&self, turn: i64, round: u32, reply: &str) -> Result<()> {
+        sqlx::query("INSERT INTO turn_replies (turn_id, round, reply) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+            .bind(turn)
+            .bind(round)
+            .bind(reply)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// A turn's recorded model replies, in order.
+    pub async fn replies(&self, turn: i64) -> Result<Vec<String>> {
+        let rows = sqlx::query("SELECT reply FROM turn_replies WHERE turn_id = ? ORDER BY round")
+            .bind(turn)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok(r.try_get("reply")?)).collect()
     }
 
     /// Finishes a turn and marks its events handled, atomically.

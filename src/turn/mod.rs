@@ -22,9 +22,11 @@
 //! so its writes reuse their transaction ids and nothing is posted twice.
 
 mod budget;
+mod close;
 pub mod context;
 mod notices;
 mod outcome;
+mod record;
 mod runner;
 mod targets;
 
@@ -44,6 +46,24 @@ use crate::strings;
 use crate::tools::{prompt_line, tool_specs};
 
 pub use budget::Budget;
+
+/// The write number of a notice-only turn's notice: apart from any write the turn made
+/// before it became one (an undelivered answer).
+const NOTICE_SEQ: i64 = 1_000_000;
+
+/// Why a turn is left `running`, to be resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("store: {0}")]
+    Store(#[from] store::Error),
+    /// A write cannot be made now (the homeserver is unreachable); resumed later.
+    #[error("suspended: {0}")]
+    Suspended(String),
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
 pub use context::Press;
 pub use outcome::{Outcome, UnknownOutcome};
 
@@ -72,6 +92,8 @@ pub struct Limits {
     pub writes_per_turn: u32,
     /// A whole turn ends by then.
     pub deadline: Duration,
+    /// An answer not delivered by then (the homeserver down) is given up, and said so.
+    pub delivery_deadline: Duration,
 }
 
 /// Runs turns. Cheap to share behind an `Arc`.
@@ -100,20 +122,27 @@ impl Turns {
     }
 
     /// Runs `turn` (answering `events`, with the button `presses` among them) to the end
-    /// and records it. An `Err` is a store failure: the turn stays `running`, to be resumed.
-    pub async fn run(
-        &self,
-        turn: &TurnRow,
-        events: &[StoredEvent],
-        presses: &[Press],
-    ) -> Result<Outcome, store::Error> {
+    /// and records it. An `Err` leaves the turn `running`, to be resumed from its record:
+    /// the store failed, or a write cannot be made now (the homeserver is down).
+    pub async fn run(&self, turn: &TurnRow, events: &[StoredEvent], presses: &[Press]) -> Result<Outcome, Error> {
         let scope = self.scope(turn, events).await?;
         if let Some(notice) = &turn.notice {
             let outcome = notice.outcome.parse().unwrap_or(Outcome::NoReply);
-            return self.say(turn, &scope, &notice.text, outcome).await;
+            let close = self.closer(turn, &scope);
+            close.tell(WriteId { turn: turn.id, seq: NOTICE_SEQ }, &notice.text).await?;
+            return Ok(self.finish(turn, outcome, TurnRecord::default()).await?);
+        }
+        if now_ms().saturating_sub(turn.started_at) > millis(self.limits.delivery_deadline) {
+            // Past the delivery deadline: the answer is lost; say so (when the homeserver
+            // takes it) instead of trying on.
+            tracing::warn!(turn = turn.id, room = %turn.room_id, "gave up delivering an answer; telling the person");
+            let notice = Notice { outcome: Outcome::Undelivered.to_string(), text: strings::UNDELIVERED.to_owned() };
+            self.store.set_turn_notice(turn.id, &notice).await?;
+            let turn = TurnRow { notice: Some(notice), ..turn.clone() };
+            return Box::pin(self.run(&turn, events, presses)).await;
         }
         let Some(persona) = self.personas.get(&turn.persona) else {
-            return self.finish(turn, Outcome::PersonaRemoved, TurnRecord::default()).await;
+            return Ok(self.finish(turn, Outcome::PersonaRemoved, TurnRecord::default()).await?);
         };
         // Everything in the room up to now: the persona's answers posted after the
         // triggering events (a previous turn still running then) included.
@@ -132,88 +161,38 @@ impl Turns {
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
         let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, &scope);
+        let recorded = record::Recorded::load(&metered, &self.store, turn.id).await?;
         let mut runner = runner::Runner::new(&self.store, &self.outbox, &self.metrics, &scope, turn.id, self.limits);
-        let bounded = run_loop(&metered, messages, &tools, &mut runner, self.limits.bounds);
+        let bounded = run_loop(&recorded, messages, &tools, &mut runner, self.limits.bounds);
         let result = tokio::time::timeout(self.limits.deadline, bounded).await;
         let next = runner.next_write();
         typing.stop().await;
+        let replayed = recorded.replayed();
         let stopped = metered.stopped();
-
+        let close = self.closer(turn, &scope);
         let (outcome, record) = match result {
-            Err(_) => {
-                tracing::warn!(turn = turn.id, room = %scope.room, "the turn ran past its deadline");
-                self.tell(turn, &scope, next, strings::DEADLINE).await;
-                (Outcome::Deadline, TurnRecord::default())
-            }
+            Err(_) => (close.deadline(next).await?, TurnRecord::default()),
             Ok((result, conversation)) => {
-                self.count_llm(&result, &conversation);
+                self.count_llm(&result, &conversation, replayed);
                 match (result, stopped) {
-                    (Err(_), Some(budget::Stop::Store(e))) => return Err(e),
+                    (Err(agent::Error::Suspended(why)), _) => return Err(Error::Suspended(why)),
+                    (Err(_), Some(budget::Stop::Store(e))) => return Err(e.into()),
                     (Err(_), Some(budget::Stop::Spent(spent))) => {
                         if self.budget.first_notice(&self.store, &scope, spent).await? {
-                            let text = notices::budget_spent(spent, self.budget.limit(spent.kind));
-                            self.tell(turn, &scope, next, &text).await;
+                            close.tell(next, &notices::budget_spent(spent, self.budget.limit(spent.kind))).await?;
                         }
                         (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())
                     }
-                    (Err(e), None) => (self.llm_failed(turn, &scope, next, e).await, TurnRecord::default()),
-                    (Ok(done), _) => self.answered(turn, &scope, next, done).await,
+                    (Err(e), None) => (close.llm_failed(next, e).await?, TurnRecord::default()),
+                    (Ok(done), _) => close.answered(next, done).await?,
                 }
             }
         };
-        self.finish(turn, outcome, record).await
+        Ok(self.finish(turn, outcome, record).await?)
     }
 
-    /// The LLM failed for good: a mistake in the configuration (the endpoint refuses the
-    /// key, or has no such path) is the admin's to fix, told as such; anything else is an
-    /// outage the person may retry.
-    async fn llm_failed(&self, turn: &TurnRow, scope: &Scope, next: WriteId, e: agent::Error) -> Outcome {
-        match self.llm.probe().await {
-            Err(probe) if probe.is_config_error() => {
-                let fix = probe.explain(self.llm.base_url(), self.llm.has_key());
-                tracing::error!(turn = turn.id, error = %e, fix, "the LLM endpoint is misconfigured");
-                self.tell(turn, scope, next, strings::MISCONFIGURED).await;
-                Outcome::Misconfigured(fix)
-            }
-            _ => {
-                tracing::error!(turn = turn.id, room = %scope.room, error = %e, "the LLM failed; telling the user");
-                self.tell(turn, scope, next, strings::LLM_FAILED).await;
-                Outcome::LlmFailed(e.to_string())
-            }
-        }
-    }
-
-    /// The outcome of a loop that ended with the model's answer (or the round limit).
-    async fn answered(
-        &self,
-        turn: &TurnRow,
-        scope: &Scope,
-        next: WriteId,
-        done: agent::Outcome,
-    ) -> (Outcome, TurnRecord) {
-        let record = TurnRecord {
-            outcome: String::new(),
-            rounds: done.rounds,
-            prompt_tokens: done.usage.prompt,
-            completion_tokens: done.usage.completion,
-        };
-        let outcome = match done.text.as_deref().map(str::trim) {
-            Some(text) if text != strings::NO_REPLY && !text.is_empty() => {
-                match notices::post(&self.outbox, scope, next, text, false).await {
-                    Ok(()) => Outcome::Answered,
-                    Err(reason) => {
-                        tracing::warn!(turn = turn.id, error = %reason, "could not post the answer");
-                        Outcome::PostFailed(reason)
-                    }
-                }
-            }
-            None if done.exhausted => {
-                self.tell(turn, scope, next, strings::TOO_MANY_ROUNDS).await;
-                Outcome::MaxRounds
-            }
-            _ => Outcome::NoReply,
-        };
-        (outcome, record)
+    fn closer<'a>(&'a self, turn: &'a TurnRow, scope: &'a Scope) -> close::Closer<'a> {
+        close::Closer { outbox: &self.outbox, llm: &self.llm, scope, turn: turn.id }
     }
 
     /// Starts and runs a turn that only posts `text` as a notice and ends with `outcome`,
@@ -224,7 +203,7 @@ impl Turns {
         events: &[StoredEvent],
         text: String,
         outcome: Outcome,
-    ) -> Result<Outcome, store::Error> {
+    ) -> Result<Outcome, Error> {
         let (room, persona, asker) = scope_of;
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let notice = Notice { outcome: outcome.to_string(), text };
@@ -237,27 +216,11 @@ impl Turns {
         &self,
         scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
         events: &[StoredEvent],
-    ) -> Result<Outcome, store::Error> {
+    ) -> Result<Outcome, Error> {
         let asker = scope_of.2;
         let (used, limit) = self.budget.day_use(&self.store, asker).await?;
         let text = strings::usage(asker.as_str(), used.tokens, used.turns, limit);
         self.notice(scope_of, events, text, Outcome::Usage).await
-    }
-
-    /// Posts a notice-only turn's notice (write 0), then finishes it.
-    async fn say(&self, turn: &TurnRow, scope: &Scope, text: &str, outcome: Outcome) -> Result<Outcome, store::Error> {
-        let outcome = match notices::post(&self.outbox, scope, WriteId { turn: turn.id, seq: 0 }, text, true).await {
-            Ok(()) => outcome,
-            Err(reason) => Outcome::PostFailed(reason),
-        };
-        self.finish(turn, outcome, TurnRecord::default()).await
-    }
-
-    /// Tells the person something went wrong (an `m.notice`); a failure to is only logged.
-    async fn tell(&self, turn: &TurnRow, scope: &Scope, id: WriteId, text: &str) {
-        if let Err(reason) = notices::post(&self.outbox, scope, id, text, true).await {
-            tracing::warn!(turn = turn.id, error = %reason, "could not post a notice");
-        }
     }
 
     /// Records the end of a turn (its events become processed in the same transaction).
@@ -280,15 +243,19 @@ impl Turns {
         })
     }
 
-    fn count_llm(&self, result: &Result<agent::Outcome, agent::Error>, conversation: &[agent::Message]) {
+    /// Counts the model calls made (not those `replayed` from the record).
+    fn count_llm(&self, result: &Result<agent::Outcome, agent::Error>, conversation: &[agent::Message], replayed: u32) {
         let answered = conversation.iter().filter(|m| matches!(m, agent::Message::Assistant { .. })).count() as u64;
+        let answered = answered.saturating_sub(u64::from(replayed));
         match result {
             Ok(outcome) => {
-                Metrics::add(&self.metrics.llm_requests, u64::from(outcome.rounds));
+                Metrics::add(&self.metrics.llm_requests, u64::from(outcome.rounds.saturating_sub(replayed)));
                 Metrics::add(&self.metrics.prompt_tokens, outcome.usage.prompt);
                 Metrics::add(&self.metrics.completion_tokens, outcome.usage.completion);
             }
-            Err(agent::Error::NotAllowed(_)) => Metrics::add(&self.metrics.llm_requests, answered),
+            Err(agent::Error::NotAllowed(_) | agent::Error::Suspended(_)) => {
+                Metrics::add(&self.metrics.llm_requests, answered)
+            }
             Err(_) => {
                 Metrics::add(&self.metrics.llm_requests, answered + 1);
                 Metrics::inc(&self.metrics.llm_failures);

@@ -1,5 +1,7 @@
 //! Posting a turn's text: the model's final answer (`m.text`) or richbot's own word
-//! (`m.notice`: an error, a limit, `!usage`), rendered and written through the outbox.
+//! (`m.notice`: an error, a limit, `!usage`), rendered and written through the outbox. An
+//! answer longer than one event can hold goes out as several messages, cut at paragraph
+//! or line boundaries, each its own write.
 
 use super::Scope;
 use super::context::rfc3339;
@@ -8,17 +10,57 @@ use crate::render;
 use crate::store::{BudgetKind, Spent};
 use crate::strings;
 
-/// Posts `text` (CommonMark) as write `id`, in the turn's thread; `notice` makes it an
-/// `m.notice`. The error says why, in words for the log and the turn's record.
-pub async fn post(outbox: &Outbox, scope: &Scope, id: WriteId, text: &str, notice: bool) -> Result<(), String> {
+/// Most bytes of CommonMark in one message: with its HTML rendering and JSON escaping it
+/// stays well inside one event.
+pub const MAX_PART_BYTES: usize = 16_000;
+
+/// Why a text was not posted.
+#[derive(Debug)]
+pub enum PostError {
+    /// Not now: the homeserver is unreachable, or the database failed; resume later.
+    Later(String),
+    /// Not ever: refused for good, or it cannot be rendered.
+    Failed(String),
+}
+
+/// Posts `text` (CommonMark) from write `id` on (one write per part), in the turn's
+/// thread; `notice` makes it an `m.notice`.
+pub async fn post(outbox: &Outbox, scope: &Scope, id: WriteId, text: &str, notice: bool) -> Result<(), PostError> {
     let thread = scope.thread.as_deref();
-    let content = if notice { render::notice(text, thread) } else { render::text(text, thread) };
-    let content = content.map_err(|e| format!("the answer cannot be sent: {e}"))?;
-    let write = Write { id, room: &scope.room, persona: &scope.persona };
-    outbox.send(&write, &content, thread).await.map(drop).map_err(|e| match e {
-        outbox::Error::Store(e) => format!("store: {e}"),
-        e => e.to_string(),
-    })
+    for (i, part) in split(text, MAX_PART_BYTES).into_iter().enumerate() {
+        let content = if notice { render::notice(part, thread) } else { render::text(part, thread) };
+        let content = content.map_err(|e| PostError::Failed(format!("the answer cannot be sent: {e}")))?;
+        let write =
+            Write { id: WriteId { turn: id.turn, seq: id.seq + i as i64 }, room: &scope.room, persona: &scope.persona };
+        outbox.send(&write, &content, thread).await.map_err(|e| match e {
+            outbox::Error::Unavailable(why) => PostError::Later(why),
+            outbox::Error::Store(e) => PostError::Later(format!("store: {e}")),
+            e => PostError::Failed(e.to_string()),
+        })?;
+    }
+    Ok(())
+}
+
+/// `text` cut into parts of at most `max` bytes: at the last paragraph break that fits,
+/// else the last line break, else the last space, else a character boundary.
+pub fn split(text: &str, max: usize) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut rest = text.trim();
+    while rest.len() > max {
+        let mut end = max;
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let window = &rest[..end];
+        let cut = window.rfind("\n\n").or_else(|| window.rfind('\n')).or_else(|| window.rfind(' ')).filter(|&c| c > 0);
+        let at = cut.unwrap_or(end);
+        parts.push(rest[..at].trim_end());
+        rest = rest[at..].trim_start();
+    }
+    if !rest.is_empty() || parts.is_empty() {
+        parts.push(rest);
+    }
+    parts
 }
 
 /// The notice for a spent budget: which one, its size, and when it refills.
@@ -29,4 +71,24 @@ pub fn budget_spent(spent: Spent, limit: u64) -> String {
         BudgetKind::Deployment => "everyone's",
     };
     strings::budget_spent(which, limit, &rfc3339(spent.refills_at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_answers_split_at_paragraphs_then_lines_each_within_the_cap() {
+        let para = "word ".repeat(30).trim_end().to_owned(); // 149 bytes
+        let text = [para.as_str(); 5].join("\n\n");
+        let parts = split(&text, 400);
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        assert!(parts.iter().all(|p| p.len() <= 400 && !p.starts_with('\n')));
+        assert_eq!(parts.join("\n\n"), text, "nothing lost");
+        let lines = [para.as_str(); 4].join("\n");
+        assert!(split(&lines, 400).iter().all(|p| p.len() <= 400 && p.lines().all(|l| l == para)));
+        let unbroken = "é".repeat(300);
+        assert!(split(&unbroken, 101).iter().all(|p| p.len() <= 101));
+        assert_eq!(split("short", 400), ["short"]);
+    }
 }

@@ -23,6 +23,8 @@ pub enum Outcome {
     PostFailed(String),
     /// The turn ran past its deadline; the person was told.
     Deadline,
+    /// The answer could not be delivered before the delivery deadline; the person was told.
+    Undelivered,
     /// A token budget (`user`, `room`, `deployment`) had no room for the call; the LLM was
     /// not called, and the person was told (once until it refills).
     BudgetSpent(String),
@@ -53,6 +55,7 @@ impl Outcome {
             Outcome::Misconfigured(_) => "misconfigured",
             Outcome::PostFailed(_) => "post_failed",
             Outcome::Deadline => "deadline",
+            Outcome::Undelivered => "undelivered",
             Outcome::BudgetSpent(_) => "budget_spent",
             Outcome::RateLimited => "rate_limited",
             Outcome::Away => "away",
@@ -75,6 +78,7 @@ impl Outcome {
             | Outcome::NoReply
             | Outcome::MaxRounds
             | Outcome::Deadline
+            | Outcome::Undelivered
             | Outcome::RateLimited
             | Outcome::Away
             | Outcome::Usage
@@ -115,6 +119,7 @@ impl FromStr for Outcome {
             "misconfigured" => Outcome::Misconfigured(detail),
             "post_failed" => Outcome::PostFailed(detail),
             "deadline" => Outcome::Deadline,
+            "undelivered" => Outcome::Undelivered,
             "budget_spent" => Outcome::BudgetSpent(detail),
             "rate_limited" => Outcome::RateLimited,
             "away" => Outcome::Away,
@@ -142,6 +147,7 @@ mod tests {
             Outcome::Misconfigured("does llm.base_url end in /v1?".into()),
             Outcome::PostFailed("M_FORBIDDEN (403): no".into()),
             Outcome::Deadline,
+            Outcome::Undelivered,
             Outcome::BudgetSpent("user".into()),
             Outcome::RateLimited,
             Outcome::Away,

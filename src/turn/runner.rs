@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::targets::{self, internal};
 use super::{Limits, Scope};
-use crate::agent::{ToolCall, ToolRunner};
+use crate::agent::{Suspend, ToolCall, ToolRunner};
 use crate::blocks::Rich;
 use crate::metrics::Metrics;
 use crate::outbox::{self, Outbox, Write, WriteId};
@@ -51,17 +51,33 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// Why a call did not complete: the model's to fix (a tool error), or not now (suspend).
+enum Stop {
+    Tool(ToolError),
+    Suspend(String),
+}
+
+impl From<ToolError> for Stop {
+    fn from(e: ToolError) -> Self {
+        Stop::Tool(e)
+    }
+}
+
 impl ToolRunner for Runner<'_> {
-    async fn run(&mut self, call: &ToolCall) -> String {
+    async fn run(&mut self, call: &ToolCall) -> Result<String, Suspend> {
         match self.execute(call).await {
             Ok(v) => {
                 self.metrics.tool_call(&call.name, "ok");
                 if let Some(waited) = v.get("waited_ms").and_then(Value::as_u64) {
                     Metrics::add(&self.metrics.edit_wait_ms, waited);
                 }
-                v.to_string()
+                Ok(v.to_string())
             }
-            Err(e) => self.refused(call, &e),
+            Err(Stop::Tool(e)) => Ok(self.refused(call, &e)),
+            Err(Stop::Suspend(why)) => {
+                tracing::warn!(tool = %call.name, why, "the write cannot be made now; the turn will resume");
+                Err(Suspend(why))
+            }
         }
     }
 
@@ -83,7 +99,7 @@ impl Runner<'_> {
 }
 
 impl Runner<'_> {
-    async fn execute(&mut self, call: &ToolCall) -> Result<Value, ToolError> {
+    async fn execute(&mut self, call: &ToolCall) -> Result<Value, Stop> {
         let args: Value = if call.arguments.trim().is_empty() {
             Value::Null
         } else {
@@ -96,10 +112,10 @@ impl Runner<'_> {
         };
         let planned = plan(&call.name, &args)?;
         if self.writes >= self.limits.writes_per_turn {
-            return Err(ToolError::new(
+            return Err(Stop::Tool(ToolError::new(
                 ToolErrorCode::LimitReached,
                 format!("at most {} messages and edits per turn; finish with text", self.limits.writes_per_turn),
-            ));
+            )));
         }
         self.writes += 1;
         let id = self.next_write();
@@ -139,20 +155,20 @@ impl Runner<'_> {
                 // The sandbox holds for edits too: only in a room the asker is in.
                 let path = if room == RoomTarget::Here { "event_id" } else { "room" };
                 if !targets::joined(self.store, &sent.room_id, &scope.asker).await? {
-                    return Err(ToolError::at(
+                    return Err(Stop::Tool(ToolError::at(
                         ToolErrorCode::RoomNotAllowed,
                         path,
                         format!("that message is in a room {} is not in; you may edit only there", scope.asker),
-                    ));
+                    )));
                 }
                 if room != RoomTarget::Here
                     && targets::resolve(self.store, self.outbox, scope, &room).await? != sent.room_id
                 {
-                    return Err(ToolError::at(
+                    return Err(Stop::Tool(ToolError::at(
                         ToolErrorCode::RoomNotAllowed,
                         "room",
                         "that message is in another room; leave \"room\" out to edit it where it is",
-                    ));
+                    )));
                 }
                 let math = payload.find_math();
                 let content =
@@ -180,20 +196,21 @@ fn render_error(e: render::Error) -> ToolError {
     }
 }
 
-fn outbox_error(e: outbox::Error) -> ToolError {
+/// A write that did not land: refused for good goes back to the model; unreachable (or a
+/// database failure) suspends the turn, to be resumed from its record.
+fn outbox_error(e: outbox::Error) -> Stop {
     match e {
-        outbox::Error::NotOwner => ToolError::at(
+        outbox::Error::NotOwner => Stop::Tool(ToolError::at(
             ToolErrorCode::NotOwner,
             "event_id",
             "not a message you sent; you can only edit your own messages",
-        ),
-        outbox::Error::Refused(reason) => {
-            ToolError::new(ToolErrorCode::SendFailed, format!("the homeserver refused the message: {reason}"))
-        }
-        outbox::Error::Unavailable(reason) => ToolError::new(
-            ToolErrorCode::HomeserverUnavailable,
-            format!("the homeserver is unavailable ({reason}); try again later"),
-        ),
-        outbox::Error::Store(e) => internal(e),
+        )),
+        outbox::Error::Refused(reason) => Stop::Tool(ToolError::new(
+            ToolErrorCode::SendFailed,
+            format!("the homeserver refused the message: {reason}"),
+        )),
+        outbox::Error::Mismatch(_) => Stop::Tool(internal(e)),
+        outbox::Error::Unavailable(reason) => Stop::Suspend(format!("the homeserver is unavailable: {reason}")),
+        outbox::Error::Store(e) => Stop::Suspend(format!("store: {e}")),
     }
 }

@@ -162,7 +162,7 @@ async fn rooms_run_in_parallel_and_mid_turn_messages_form_the_next_turn() {
     env.llm.respond_with(|req| {
         let last = req["messages"]
             .as_array()
-            .and_then(|m| m.last())
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
             .and_then(|m| m["content"].as_str())
             .unwrap_or("")
             .to_owned();
@@ -211,6 +211,13 @@ async fn rooms_run_in_parallel_and_mid_turn_messages_form_the_next_turn() {
         .collect();
     let pos = |s: &str| convo.iter().position(|c| c.ends_with(s)).unwrap_or_else(|| panic!("{s} in {convo:?}"));
     assert!(pos(": second") < pos(": third"), "both mid-turn messages, in order, in one turn");
+    // The answer to "first", posted after "second" and "third" arrived, is in that turn's
+    // prompt: the model knows it already answered "first".
+    let answered_first =
+        last["messages"].as_array().expect("m").iter().any(|m| {
+            m["role"] == "assistant" && m["content"].as_str().is_some_and(|c| c.starts_with("answer to: first"))
+        });
+    assert!(answered_first, "the persona's earlier answer is in the next turn's prompt: {convo:?}");
     assert_eq!(env.alice.messages_from(&a, BOT).await.len(), 3);
 }
 

@@ -100,18 +100,22 @@ async fn a_turn_claims_its_events_and_finishing_it_marks_them_processed_together
 async fn an_outbox_claim_is_idempotent_and_keeps_its_first_transaction_id() {
     let (s, _d) = store().await;
     let (room, bot) = (room_id!("!r:x"), user_id!("@bot:x"));
-    let write = |txn_id| NewWrite { txn_id, turn: 7, seq: 0, room, sender: bot };
+    let write = |txn_id| NewWrite { txn_id, turn: 7, seq: 0, room, sender: bot, kind: "send", content_hash: "h1" };
     let first = s.outbox_claim(&write("rb.i.7.0"), 1).await.expect("claim");
     assert_eq!((first.txn_id.as_str(), &first.state), ("rb.i.7.0", &OutboxState::Pending));
     // A resumed turn claims the same write (even with another candidate id): same row.
     let again = s.outbox_claim(&write("rb.other.7.0"), 2).await.expect("claim");
     assert_eq!(again, first);
     s.outbox_attempt("rb.i.7.0").await.expect("attempt");
+    let attempted = s.outbox_claim(&write("rb.i.7.0"), 2).await.expect("claim");
+    assert_eq!((attempted.attempts, attempted.same), (1, true), "an attempted write may have landed unseen");
+    let other = NewWrite { content_hash: "another", ..write("rb.i.7.0") };
+    assert!(!s.outbox_claim(&other, 2).await.expect("claim").same, "a different content under the same id");
     s.outbox_sent("rb.i.7.0", event_id!("$landed")).await.expect("sent");
     let done = s.outbox_claim(&write("rb.i.7.0"), 3).await.expect("claim");
     assert_eq!(done.state, OutboxState::Sent(event_id!("$landed").to_owned()));
 
-    let refused = NewWrite { txn_id: "rb.i.7.1", turn: 7, seq: 1, room, sender: bot };
+    let refused = NewWrite { txn_id: "rb.i.7.1", turn: 7, seq: 1, room, sender: bot, kind: "send", content_hash: "h2" };
     s.outbox_claim(&refused, 4).await.expect("claim");
     s.outbox_failed("rb.i.7.1", "M_FORBIDDEN (403): no").await.expect("failed");
     let row = s.outbox_claim(&refused, 5).await.expect("claim");

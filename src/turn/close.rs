@@ -1,0 +1,88 @@
+//! How a turn's loop is told to the person: the model's final text (split across messages
+//! when one event cannot hold it), or richbot's own notice when the LLM failed, the
+//! endpoint is misconfigured, the round limit or the deadline was hit. A write that
+//! cannot be made now suspends the turn ([`Error::Suspended`]); it is told on resume.
+
+use super::notices::{self, PostError};
+use super::{Error, Outcome, Scope};
+use crate::agent::{self, Llm};
+use crate::outbox::{Outbox, WriteId};
+use crate::store::TurnRecord;
+use crate::strings;
+
+/// What closing a turn needs.
+pub(super) struct Closer<'a> {
+    pub outbox: &'a Outbox,
+    pub llm: &'a Llm,
+    pub scope: &'a Scope,
+    pub turn: i64,
+}
+
+impl Closer<'_> {
+    /// Posts richbot's own word as an `m.notice`. Only a homeserver that is down stops it
+    /// (suspending the turn); any other failure is logged.
+    pub async fn tell(&self, id: WriteId, text: &str) -> Result<(), Error> {
+        match notices::post(self.outbox, self.scope, id, text, true).await {
+            Ok(()) => Ok(()),
+            Err(PostError::Later(why)) => Err(Error::Suspended(why)),
+            Err(PostError::Failed(why)) => {
+                tracing::warn!(turn = self.turn, error = %why, "could not post a notice");
+                Ok(())
+            }
+        }
+    }
+
+    /// The loop ended with the model's answer (or the round limit).
+    pub async fn answered(&self, next: WriteId, done: agent::Outcome) -> Result<(Outcome, TurnRecord), Error> {
+        let record = TurnRecord {
+            outcome: String::new(),
+            rounds: done.rounds,
+            prompt_tokens: done.usage.prompt,
+            completion_tokens: done.usage.completion,
+        };
+        let outcome = match done.text.as_deref().map(str::trim) {
+            Some(text) if text != strings::NO_REPLY && !text.is_empty() => {
+                match notices::post(self.outbox, self.scope, next, text, false).await {
+                    Ok(()) => Outcome::Answered,
+                    Err(PostError::Later(why)) => return Err(Error::Suspended(why)),
+                    Err(PostError::Failed(reason)) => {
+                        tracing::warn!(turn = self.turn, error = %reason, "could not post the answer");
+                        Outcome::PostFailed(reason)
+                    }
+                }
+            }
+            None if done.exhausted => {
+                self.tell(next, strings::TOO_MANY_ROUNDS).await?;
+                Outcome::MaxRounds
+            }
+            _ => Outcome::NoReply,
+        };
+        Ok((outcome, record))
+    }
+
+    /// The LLM failed for good: a mistake in the configuration (the endpoint refuses the
+    /// key, or has no such path) is the admin's to fix, told as such; anything else is an
+    /// outage the person may retry.
+    pub async fn llm_failed(&self, next: WriteId, e: agent::Error) -> Result<Outcome, Error> {
+        match self.llm.probe().await {
+            Err(probe) if probe.is_config_error() => {
+                let fix = probe.explain(self.llm.base_url(), self.llm.has_key());
+                tracing::error!(turn = self.turn, error = %e, fix, "the LLM endpoint is misconfigured");
+                self.tell(next, strings::MISCONFIGURED).await?;
+                Ok(Outcome::Misconfigured(fix))
+            }
+            _ => {
+                tracing::error!(turn = self.turn, room = %self.scope.room, error = %e, "the LLM failed; telling the user");
+                self.tell(next, strings::LLM_FAILED).await?;
+                Ok(Outcome::LlmFailed(e.to_string()))
+            }
+        }
+    }
+
+    /// The turn ran past its deadline.
+    pub async fn deadline(&self, next: WriteId) -> Result<Outcome, Error> {
+        tracing::warn!(turn = self.turn, room = %self.scope.room, "the turn ran past its deadline");
+        self.tell(next, strings::DEADLINE).await?;
+        Ok(Outcome::Deadline)
+    }
+}
