@@ -102,10 +102,12 @@ pub(super) fn syntax_error(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
-/// A message with every quoted value (`...`) hidden.
+/// A message with every quoted value hidden (`invalid type: string "..."`, `invalid value:
+/// integer `...``, `unknown variant `...``); field names, which are not secrets, stay.
 fn hide_values(message: &str) -> String {
-    let quoted = Regex::new("`[^`]*`").expect("a fixed pattern");
-    quoted.replace_all(message.trim(), "(a value)").into_owned()
+    let value = Regex::new(r#"((?:invalid (?:type|value): [a-z ]*?|unknown variant )\s*)(?:"[^"]*"|`[^`]*`)"#)
+        .expect("a fixed pattern");
+    value.replace_all(message.trim(), "${1}(a value)").into_owned()
 }
 
 fn scalar(raw: &str) -> toml::Value {

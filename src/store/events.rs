@@ -200,6 +200,9 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        // The WAL still holds the pages as they were: fold it into the database (whose freed
+        // content secure_delete zeroes) and truncate it, so the text is gone from disk.
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await?;
         Ok(scrubbed)
     }
 }

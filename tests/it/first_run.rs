@@ -366,3 +366,77 @@ async fn a_refused_llm_key_is_told_to_members_as_misconfiguration_not_try_again(
     let body = said[0]["content"]["body"].as_str().unwrap_or_default();
     assert!(body.contains("misconfigured") && !body.contains("try again in a little while"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_are_bounded_and_a_flood_of_malformed_events_is_one_log_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    offline_registration(dir.path(), port);
+    let config = offline_config(dir.path(), port, "");
+    let text = std::fs::read_to_string(&config).expect("read");
+    let text = text.replace("listen = ", "max_concurrent_transactions = 1\nlisten = ");
+    std::fs::write(&config, text).expect("write");
+    let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(["serve", "--config", config.to_str().expect("utf8")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve");
+    let base = format!("http://127.0.0.1:{port}");
+    eventually("serve answers", Duration::from_secs(20), || async {
+        reqwest::get(format!("{base}/health")).await.ok().filter(|r| r.status().is_success())
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let put = |txn: String, n: usize| {
+        let events: Vec<serde_json::Value> = (0..n).map(|i| serde_json::json!({"not": "an event", "i": i})).collect();
+        client
+            .put(format!("{base}/_matrix/app/v1/transactions/{txn}"))
+            .bearer_auth("hs_token_long_enough_to_be_real")
+            .json(&serde_json::json!({"events": events}))
+            .send()
+    };
+    assert_eq!(put("flood".into(), 10_000).await.expect("put").status(), 200);
+    assert_eq!(put("too-many".into(), 10_001).await.expect("put").status(), 413);
+    // One at a time: concurrent transactions beyond the limit are told to come back.
+    let answers = futures_join_all((0..16).map(|i| put(format!("c{i}"), 4_000))).await;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.as_ref().expect("answer").status().as_u16()).collect();
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
+    assert!(statuses.contains(&503), "some were over the limit: {statuses:?}");
+    let busy = answers.iter().flatten().find(|r| r.status() == 503).expect("a 503");
+    assert_eq!(busy.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+
+    serve.kill().await.expect("kill");
+    let mut log = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut serve.stderr.take().expect("stderr"), &mut log).await.expect("log");
+    let flood_lines = log.lines().filter(|l| l.contains("malformed") && l.contains("txn_id=\"flood\"")).count();
+    assert_eq!(flood_lines, 1, "one line for 10,000 malformed events:\n{log}");
+}
+
+/// All the futures' outputs, in order (the futures run at once).
+async fn futures_join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let handles: Vec<_> = futures.map(Box::pin).collect();
+    let mut out = Vec::new();
+    let mut pending: Vec<_> = handles.into_iter().map(Some).collect();
+    let mut results: Vec<Option<F::Output>> = (0..pending.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut done = true;
+        for (i, slot) in pending.iter_mut().enumerate() {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        results[i] = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => done = false,
+                }
+            }
+        }
+        if done { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
+    out.extend(results.into_iter().flatten());
+    out
+}

@@ -156,6 +156,14 @@ fn environment_overrides_config_keys() {
         "{everything}"
     );
 
+    // An all-digit value for a string key stays a string (and is never echoed).
+    let digits = vec![("RICHBOT__LLM__API_KEY".to_owned(), "1234567890".to_owned())];
+    let s = richbot::config::from_str(toml, "c.toml".as_ref(), dir.path(), digits).expect("a string key");
+    assert_eq!(s.config.llm.api_key.as_deref(), Some("1234567890"));
+    let wrong = vec![("RICHBOT__BOT__MAX_PARALLEL_ROOMS".to_owned(), "sk-not-a-number".to_owned())];
+    let err = richbot::config::from_str(toml, "c.toml".as_ref(), dir.path(), wrong).expect_err("not a number");
+    assert!(!err.to_string().contains("sk-not-a-number"), "{err}");
+
     let bad = richbot::config::from_str(
         toml,
         "c.toml".as_ref(),
@@ -167,4 +175,41 @@ fn environment_overrides_config_keys() {
         msg.starts_with("personas[0].localpart: @mallory:example.org is outside the registration's user namespace"),
         "{msg}"
     );
+}
+
+#[tokio::test]
+async fn a_redaction_scrubs_the_text_and_its_edits_from_the_database_file() {
+    let (s, dir) = store().await;
+    let room = room_id!("!r:x");
+    let mut secret = message("$pw", "!r:x");
+    secret.event =
+        json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": "my password is hunter2"}})
+            .to_string();
+    let mut edit = message("$pw2", "!r:x");
+    edit.event = json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": "* hunter2!",
+        "m.new_content": {"msgtype": "m.text", "body": "hunter2!"}, "m.relates_to": {"rel_type": "m.replace", "event_id": "$pw"}}})
+    .to_string();
+    s.insert_events(&[secret, edit, message("$other", "!r:x")], 1).await.expect("insert");
+    assert_eq!(s.redact(room, event_id!("$pw")).await.expect("redact"), 2, "the message and its edit");
+    let history = s.history(room, i64::MAX, 10).await.expect("history");
+    assert!(history.iter().all(|e| !e.event.to_string().contains("hunter2")));
+    assert_eq!(history.iter().filter(|e| e.content().get("body").is_some()).count(), 1, "the other message stays");
+    let mut on_disk = Vec::new();
+    for entry in std::fs::read_dir(dir.path()).expect("dir") {
+        on_disk.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
+    }
+    assert!(!on_disk.windows(7).any(|w| w == b"hunter2"), "not in the database, its WAL or free pages");
+}
+
+#[tokio::test]
+async fn the_database_and_its_wal_are_owner_only() {
+    let (s, dir) = store().await;
+    s.insert_events(&[message("$a", "!r:x")], 1).await.expect("write something");
+    #[cfg(unix)]
+    for entry in std::fs::read_dir(dir.path()).expect("dir") {
+        use std::os::unix::fs::PermissionsExt;
+        let path = entry.expect("entry").path();
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
 }
