@@ -96,3 +96,16 @@ fn generate_registration_from_a_config_matches_it() {
     let again = richbot(&["generate-registration", "--config", config.to_str().expect("utf8")], "");
     assert_eq!(again.status.code(), Some(1), "never overwritten without --force");
 }
+
+#[test]
+fn a_config_syntax_error_names_the_line_never_the_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("richbot.toml");
+    std::fs::write(&config, "[homeserver]\nurl = \"http://hs\"\n[llm]\napi_key = \"sk-very-secret\nmodel = \"m\"\n")
+        .expect("write");
+    let out = richbot(&["check", "--config", config.to_str().expect("utf8")], "");
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("richbot.toml: line 4, column"), "{said}");
+    assert!(!said.contains("sk-very-secret"), "the key is never echoed: {said}");
+}

@@ -114,7 +114,8 @@ impl Synapse {
         s
     }
 
-    fn launch(&mut self) {
+    /// Starts the Synapse process (again, after `stop`) on the same database and port.
+    pub fn launch(&mut self) {
         let out =
             std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("synapse.out")).expect("log file");
         let child = Command::new(venv().join("bin/python"))
