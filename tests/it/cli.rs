@@ -109,3 +109,30 @@ fn a_config_syntax_error_names_the_line_never_the_value() {
     assert!(said.contains("richbot.toml: line 4, column"), "{said}");
     assert!(!said.contains("sk-very-secret"), "the key is never echoed: {said}");
 }
+
+#[test]
+fn check_warns_when_a_config_holding_a_key_is_readable_by_others() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("registration.yaml"),
+        "id: r\nurl: \"http://127.0.0.1:9009\"\nas_token: as_token_long_enough_to_be_real\nhs_token: hs_token_long_enough_to_be_real\nsender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@richbot_.*:localhost'}]\n",
+    )
+    .expect("registration");
+    let config = dir.path().join("richbot.toml");
+    std::fs::write(
+        &config,
+        "[homeserver]\nurl = \"http://127.0.0.1:9\"\nserver_name = \"localhost\"\n[appservice]\nregistration = \"registration.yaml\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key = \"sk-x\"\n",
+    )
+    .expect("config");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let out = richbot(&["check", "--config", config.to_str().expect("utf8")], "");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("WARN config:") && said.contains("readable by other users; chmod 600"), "{said}");
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let out = richbot(&["check", "--config", config.to_str().expect("utf8")], "");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("WARN"), "quiet once private");
+    }
+}

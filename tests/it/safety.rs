@@ -179,3 +179,78 @@ async fn an_llm_asking_to_retry_after_an_hour_fails_the_call_within_its_bound() 
     assert_eq!(hs.sent()[0]["msgtype"], "m.notice", "the person is told, as a notice");
     bot.stop().await;
 }
+
+#[tokio::test]
+async fn an_answer_undelivered_by_the_deadline_is_told_once_the_homeserver_is_back() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let down = Arc::new(AtomicBool::new(false));
+    let hs = {
+        let down = down.clone();
+        FakeHs::start(move |r| {
+            if r.path().ends_with("/joined_members") {
+                Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}))
+            } else if r.path().ends_with("/messages") {
+                Reply::ok(json!({"chunk": []}))
+            } else if down.load(Ordering::SeqCst) {
+                Reply::unavailable(502)
+            } else if r.path().contains("/send/") {
+                Reply::ok(json!({"event_id": "$told"}))
+            } else {
+                Reply::ok(json!({}))
+            }
+        })
+        .await
+    };
+    let llm = FakeLlm::start().await;
+    llm.respond_with(|_| text("An answer that will not arrive."));
+    let bot = Bot::start(&hs.url, &llm.base_url, "[bot]\ndelivery_deadline_secs = 1\n").await;
+    bot.push("1", vec![invite()]).await;
+    crate::support::eventually("the invite is handled", Duration::from_secs(20), || async {
+        bot.store.event(ruma::event_id!("$invite")).await.expect("query").filter(|e| e.processed)
+    })
+    .await;
+    down.store(true, Ordering::SeqCst);
+    bot.push("2", vec![message("$q", "@alice:x", "hello")]).await;
+    // Down well past the deadline: the turn is retried, then gives the answer up.
+    crate::support::eventually("the answer is given up", Duration::from_secs(40), || async {
+        let store = &bot.store;
+        let running = store.unfinished_turn(ruma::room_id!("!room:x")).await.expect("query");
+        running.filter(|(t, _)| t.notice.is_some()).map(|_| ())
+    })
+    .await;
+    down.store(false, Ordering::SeqCst);
+    let turns = bot.finished_turns(1).await;
+    assert_eq!(turns[0].0, "undelivered");
+    let sent = hs.sent();
+    let told = sent.last().expect("a notice was sent");
+    assert_eq!(told["msgtype"], "m.notice");
+    assert!(told["body"].as_str().is_some_and(|b| b.contains("I lost an answer")), "{told}");
+    let lost: std::collections::HashSet<&str> = sent
+        .iter()
+        .filter(|c| c["body"].as_str().is_some_and(|b| b.contains("I lost an answer")))
+        .filter_map(|c| c["org.richbot.write"].as_str())
+        .collect();
+    assert_eq!(lost.len(), 1, "one notice (every attempt under one write id)");
+    assert_eq!(llm.requests().len(), 1, "the model was asked once");
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn a_redacted_message_never_reaches_a_later_prompt() {
+    let hs = homeserver(DM).await;
+    let llm = FakeLlm::start().await;
+    llm.respond_with(|_| text("noted"));
+    let bot = Bot::start(&hs.url, &llm.base_url, "").await;
+    bot.push("1", vec![invite()]).await;
+    bot.push("2", vec![message("$pw", "@alice:x", "my password is hunter2")]).await;
+    bot.finished_turns(1).await;
+    let redaction = json!({"event_id": "$red", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.redaction",
+        "redacts": "$pw", "origin_server_ts": richbot::clock::now_ms(), "content": {"redacts": "$pw"}});
+    bot.push("3", vec![redaction, message("$q", "@alice:x", "what did I tell you?")]).await;
+    bot.finished_turns(2).await;
+    let last = llm.requests().last().expect("a request").to_string();
+    assert!(!last.contains("hunter2"), "{last}");
+    assert!(llm.requests()[0].to_string().contains("hunter2"), "it was there before the redaction");
+    bot.stop().await;
+}

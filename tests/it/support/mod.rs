@@ -88,14 +88,26 @@ impl User {
         }
     }
 
+    /// One request as this user. A homeserver that is restarting (connection refused) is
+    /// waited for, up to a minute, as a person's client would.
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.hs)).bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.json(&b);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut req = self.http.request(method.clone(), format!("{}{path}", self.hs)).bearer_auth(&self.token);
+            if let Some(b) = &body {
+                req = req.json(b);
+            }
+            match req.send().await {
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    return (status, resp.json().await.unwrap_or(Value::Null));
+                }
+                Err(e) if e.is_connect() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("{path}: {e}"),
+            }
         }
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
     }
 
     async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
