@@ -43,7 +43,8 @@ impl Parts {
             &settings.config.llm.model,
             settings.llm_timeout(),
             settings.config.llm.max_tokens,
-        );
+        )
+        .with_streaming(settings.config.llm.stream);
         Ok(Self { store, matrix, personas, llm })
     }
 }

@@ -181,6 +181,23 @@ pub fn text(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> {
     message(markdown, None, WriterKey::default(), &[], Relation { reply_to: None, thread })
 }
 
+/// The live marker (MSC4357): a message still being written, edited as text arrives.
+pub const LIVE: &str = "org.matrix.msc4357.live";
+
+/// A streamed answer as it stands: a text message carrying the live marker (in an edit,
+/// in `m.new_content` as well). `original` makes it an edit of that message.
+pub fn live(markdown: &str, thread: Option<&EventId>, original: Option<&EventId>) -> Result<Value, Error> {
+    let mut content = match original {
+        Some(original) => edit(original, markdown, None, WriterKey::default(), &[])?,
+        None => text(markdown, thread)?,
+    };
+    content[LIVE] = json!({});
+    if original.is_some() {
+        content["m.new_content"][LIVE] = json!({});
+    }
+    Ok(content)
+}
+
 /// richbot's own status, error or limit message: an `m.notice` (which bots do not
 /// answer), optionally in a thread.
 pub fn notice(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> {
@@ -193,6 +210,18 @@ pub fn notice(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> 
 mod tests {
     use super::*;
     use ruma::event_id;
+
+    #[test]
+    fn live_messages_carry_the_marker_and_final_edits_do_not() {
+        let first = live("Hello", None, None).expect("fits");
+        assert_eq!(first[LIVE], json!({}));
+        let original = ruma::event_id!("$live");
+        let more = live("Hello there", None, Some(original)).expect("fits");
+        assert_eq!((more[LIVE].clone(), more["m.new_content"][LIVE].clone()), (json!({}), json!({})));
+        assert_eq!(more["m.relates_to"]["rel_type"], "m.replace");
+        let last = edit(original, "Hello there.", None, WriterKey::default(), &[]).expect("fits");
+        assert!(last.get(LIVE).is_none() && last["m.new_content"].get(LIVE).is_none());
+    }
 
     #[test]
     fn notices_are_m_notice() {

@@ -15,6 +15,9 @@ pub const MISCONFIGURED: &str = "Sorry, I can't answer: my connection to my lang
 /// Posted when the model kept calling tools past the round limit.
 pub const TOO_MANY_ROUNDS: &str = "Sorry, I couldn't finish that answer. Please try asking again, perhaps more simply.";
 
+/// Ends a streamed answer that stopped part-way.
+pub const CUT_SHORT: &str = "_(This answer was cut short: my language model stopped part-way.)_";
+
 /// Posted when a turn ran past its deadline.
 pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try again, perhaps with a simpler request.";
 

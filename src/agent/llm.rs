@@ -12,7 +12,7 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use serde_json::Value;
 
-use super::{Complete, Message, Reply, ToolSpec, wire};
+use super::{Complete, LiveText, Message, Reply, ToolSpec, wire};
 
 /// The LLM could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +29,9 @@ pub enum Error {
     /// resumed later from what was recorded.
     #[error("suspended: {0}")]
     Suspended(String),
+    /// A streamed answer stopped part-way: the text so far, and why.
+    #[error("the answer stopped part-way: {1}")]
+    Cut(String, String),
 }
 
 /// What probing the endpoint found wrong.
@@ -80,6 +83,9 @@ pub struct Llm {
     max_tokens: u32,
     /// The most one call (its attempts and the waits between them) may take.
     call_limit: Duration,
+    /// Whether to ask for streamed answers: configured, and turned off for good when the
+    /// endpoint refuses a streamed request.
+    stream: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -105,7 +111,14 @@ impl Llm {
             model: model.to_owned(),
             max_tokens,
             call_limit: timeout.saturating_mul(ATTEMPTS) + MAX_RETRY_WAIT.min(timeout),
+            stream: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
+    }
+
+    /// Asks for streamed answers (`llm.stream`), until the endpoint refuses one.
+    pub fn with_streaming(self, on: bool) -> Self {
+        self.stream.store(on, std::sync::atomic::Ordering::Relaxed);
+        self
     }
 
     /// `GET {base}/models`: is the endpoint there, does it take the key, and which models
@@ -141,20 +154,52 @@ impl Llm {
     }
 }
 
-impl Complete for Llm {
-    async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, Error> {
-        let request = wire::request(&self.model, self.max_tokens, messages, tools);
+impl Llm {
+    async fn whole(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, Error> {
+        let request = wire::request(&self.model, self.max_tokens, messages, tools, false);
         let chat = self.client.chat();
         let call = chat.create_byot(request);
         let response: Value = match tokio::time::timeout(self.call_limit, call).await {
             Ok(answer) => answer.map_err(|e| Error::Api(e.to_string()))?,
-            Err(_) => {
-                return Err(Error::Api(format!(
-                    "no answer within {} s (attempts and the waits the server asked for)",
-                    self.call_limit.as_secs()
-                )));
-            }
+            Err(_) => return Err(self.too_long()),
         };
         wire::reply(&response).ok_or(Error::Empty)
+    }
+
+    fn too_long(&self) -> Error {
+        Error::Api(format!(
+            "no answer within {} s (attempts and the waits the server asked for)",
+            self.call_limit.as_secs()
+        ))
+    }
+}
+
+impl Complete for Llm {
+    async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
+        use std::sync::atomic::Ordering;
+        live.send_replace(String::new());
+        if !self.stream.load(Ordering::Relaxed) {
+            return self.whole(messages, tools).await;
+        }
+        let request = wire::request(&self.model, self.max_tokens, messages, tools, true);
+        let chat = self.client.chat();
+        let opened = match tokio::time::timeout(self.call_limit, chat.create_stream_byot::<Value, Value>(request)).await
+        {
+            Ok(opened) => opened,
+            Err(_) => return Err(self.too_long()),
+        };
+        match opened {
+            Ok(events) => super::stream::read(events, live).await,
+            // An endpoint that refuses to stream (a 400 about it, a body that is no event
+            // stream) is remembered and asked without streaming from now on.
+            Err(
+                e @ (async_openai::error::OpenAIError::ApiError(_) | async_openai::error::OpenAIError::StreamError(_)),
+            ) => {
+                tracing::warn!(error = %e, "the LLM endpoint refused a streamed request; answering without streaming");
+                self.stream.store(false, Ordering::Relaxed);
+                self.whole(messages, tools).await
+            }
+            Err(e) => Err(Error::Api(e.to_string())),
+        }
     }
 }

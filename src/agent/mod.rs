@@ -8,6 +8,7 @@
 //! when a runner suspends it (the write cannot be made now; the turn resumes later).
 
 mod llm;
+mod stream;
 mod wire;
 
 pub use llm::{Error, Llm, Probe};
@@ -92,12 +93,18 @@ pub struct Bounds {
     pub calls_per_round: usize,
 }
 
-/// Anything that completes a conversation (the real client, or a test double).
+/// The text of the reply being streamed, as it grows (reset at each model call): what the
+/// turn shows live.
+pub type LiveText = tokio::sync::watch::Sender<String>;
+
+/// Anything that completes a conversation (the real client, or a test double). A streaming
+/// one feeds `live` as the text arrives.
 pub trait Complete {
     fn complete(
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
+        live: &LiveText,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send;
 }
 
@@ -108,11 +115,12 @@ pub async fn run_loop<L: Complete, R: ToolRunner>(
     tools: &[ToolSpec],
     runner: &mut R,
     bounds: Bounds,
+    live: &LiveText,
 ) -> (Result<Outcome, Error>, Vec<Message>) {
     let mut usage = Usage::default();
     let max_rounds = bounds.max_rounds;
     for round in 1..=max_rounds {
-        let reply = match llm.complete(&messages, tools).await {
+        let reply = match llm.complete(&messages, tools, live).await {
             Ok(r) => r,
             Err(e) => return (Err(e), messages),
         };

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use super::{Message, Reply, ToolCall, ToolSpec, Usage};
 
-pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec]) -> Value {
+/// The request body; `stream` asks for server-sent events, with the usage in the last one.
+pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
     let messages: Vec<Value> = messages
         .iter()
         .map(|m| match m {
@@ -29,7 +30,11 @@ pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[Tool
         .iter()
         .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
         .collect();
-    json!({"model": model, "messages": messages, "tools": tools, "tool_choice": "auto", "max_tokens": max_tokens, "stream": false})
+    let mut body = json!({"model": model, "messages": messages, "tools": tools, "tool_choice": "auto", "max_tokens": max_tokens, "stream": stream});
+    if stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    body
 }
 
 /// Reads the first choice. `None` when the response has no usable message.

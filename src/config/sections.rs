@@ -77,6 +77,10 @@ pub struct Llm {
     pub max_rounds: u32,
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
+    /// Ask for streamed answers and show them live (an endpoint that refuses is asked
+    /// without streaming from then on).
+    #[serde(default = "default_true")]
+    pub stream: bool,
 }
 
 impl std::fmt::Debug for Llm {

@@ -11,7 +11,7 @@ use regex::Regex;
 use ruma::UserId;
 
 use super::Scope;
-use crate::agent::{self, Complete, Message, Reply, ToolSpec};
+use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
 use crate::clock::now_ms;
 use crate::store::{self, BudgetKind, Budgets, DayUse, Spent, Store};
 
@@ -115,7 +115,7 @@ fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
 }
 
 impl<L: Complete + Sync> Complete for Metered<'_, L> {
-    async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, agent::Error> {
+    async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
         let estimate = (request_chars(messages, tools) / 4) as u64 + u64::from(self.budget.max_tokens);
         let budgets = self.budget.for_asker(&self.scope.asker);
         let reserved =
@@ -125,7 +125,7 @@ impl<L: Complete + Sync> Complete for Metered<'_, L> {
             Ok(Err(spent)) => return Err(self.stop(Stop::Spent(spent))),
             Err(e) => return Err(self.stop(Stop::Store(e))),
         };
-        let result = self.llm.complete(messages, tools).await;
+        let result = self.llm.complete(messages, tools, live).await;
         let used = match &result {
             Ok(reply) if reply.usage.prompt + reply.usage.completion > 0 => reply.usage.prompt + reply.usage.completion,
             Ok(_) => estimate,

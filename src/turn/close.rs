@@ -32,8 +32,14 @@ impl Closer<'_> {
         }
     }
 
-    /// The loop ended with the model's answer (or the round limit).
-    pub async fn answered(&self, next: WriteId, done: agent::Outcome) -> Result<(Outcome, TurnRecord), Error> {
+    /// The loop ended with the model's answer (already put out as it came, unless
+    /// `failed` says why not) or the round limit.
+    pub async fn answered(
+        &self,
+        next: WriteId,
+        done: agent::Outcome,
+        failed: Option<String>,
+    ) -> Result<(Outcome, TurnRecord), Error> {
         let record = TurnRecord {
             outcome: String::new(),
             rounds: done.rounds,
@@ -41,16 +47,10 @@ impl Closer<'_> {
             completion_tokens: done.usage.completion,
         };
         let outcome = match done.text.as_deref().map(str::trim) {
-            Some(text) if text != strings::NO_REPLY && !text.is_empty() => {
-                match notices::post(self.outbox, self.scope, next, text, false).await {
-                    Ok(()) => Outcome::Answered,
-                    Err(PostError::Later(why)) => return Err(Error::Suspended(why)),
-                    Err(PostError::Failed(reason)) => {
-                        tracing::warn!(turn = self.turn, error = %reason, "could not post the answer");
-                        Outcome::PostFailed(reason)
-                    }
-                }
-            }
+            Some(text) if text != strings::NO_REPLY && !text.is_empty() => match failed {
+                None => Outcome::Answered,
+                Some(reason) => Outcome::PostFailed(reason),
+            },
             None if done.exhausted => {
                 self.tell(next, strings::TOO_MANY_ROUNDS).await?;
                 Outcome::MaxRounds
@@ -64,6 +64,11 @@ impl Closer<'_> {
     /// key, or has no such path) is the admin's to fix, told as such; anything else is an
     /// outage the person may retry.
     pub async fn llm_failed(&self, next: WriteId, e: agent::Error) -> Result<Outcome, Error> {
+        if let agent::Error::Cut(_, why) = &e {
+            // The live message already ends with the text so far and a note.
+            tracing::warn!(turn = self.turn, why, "the streamed answer stopped part-way");
+            return Ok(Outcome::LlmFailed(e.to_string()));
+        }
         match self.llm.probe().await {
             Err(probe) if probe.is_config_error() => {
                 let fix = probe.explain(self.llm.base_url(), self.llm.has_key());

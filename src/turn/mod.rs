@@ -24,6 +24,7 @@
 mod budget;
 mod close;
 pub mod context;
+mod live;
 mod notices;
 mod outcome;
 mod record;
@@ -161,13 +162,16 @@ impl Turns {
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
         let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, &scope);
-        let recorded = record::Recorded::load(&metered, &self.store, turn.id).await?;
+        let shown = live::Live::new(&self.outbox, &scope, turn.id);
+        let recorded = record::Recorded::load(&metered, &self.store, &shown, turn.id).await?;
         let mut runner = runner::Runner::new(&self.store, &self.outbox, &self.metrics, &scope, turn.id, self.limits);
-        let bounded = run_loop(&recorded, messages, &tools, &mut runner, self.limits.bounds);
+        let (live_text, _) = tokio::sync::watch::channel(String::new());
+        let bounded = run_loop(&recorded, messages, &tools, &mut runner, self.limits.bounds, &live_text);
         let result = tokio::time::timeout(self.limits.deadline, bounded).await;
         let next = runner.next_write();
         typing.stop().await;
         let replayed = recorded.replayed();
+        let failed = recorded.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let stopped = metered.stopped();
         let close = self.closer(turn, &scope);
         let (outcome, record) = match result {
@@ -184,7 +188,7 @@ impl Turns {
                         (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())
                     }
                     (Err(e), None) => (close.llm_failed(next, e).await?, TurnRecord::default()),
-                    (Ok(done), _) => close.answered(next, done).await?,
+                    (Ok(done), _) => close.answered(next, done, failed).await?,
                 }
             }
         };

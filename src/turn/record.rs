@@ -1,57 +1,109 @@
-//! Record, then act: every model reply of a turn is stored before its tools run, and a
-//! resumed turn replays the stored replies in order instead of asking the model again.
-//! Its writes then reuse their write ids: those that landed are found in the outbox, and
-//! the turn continues from the first that did not. Only past the record is the model
-//! asked for more.
+//! Record, then act: every model reply of a turn is stored before its text is shown and
+//! its tools run, and a resumed turn replays the stored replies in order instead of asking
+//! the model again. Its writes then reuse their write ids: those that landed are found in
+//! the outbox, and the turn continues from the first that did not. Only past the record
+//! is the model asked for more.
+//!
+//! Each reply's text goes out here (`live`), before its tools run, so the conversation
+//! reads in order: a reply streamed live while it is written, then finished.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::agent::{self, Complete, Message, Reply, ToolSpec};
+use tokio::sync::Notify;
+
+use super::live::Live;
+use super::notices::PostError;
+use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
 use crate::store::{self, Store};
 
 /// The model as a resumable turn sees it.
 pub struct Recorded<'a, L> {
     llm: &'a L,
     store: &'a Store,
+    live: &'a Live<'a>,
     turn: i64,
     replay: Mutex<VecDeque<Reply>>,
     /// Rounds handed out so far (recorded or new).
     round: AtomicU32,
     replayed: AtomicU32,
+    /// Why a reply's text could not be posted for good, if it could not.
+    pub failed: Mutex<Option<String>>,
 }
 
 impl<'a, L> Recorded<'a, L> {
     /// Loads what `turn` recorded before (nothing for a new turn).
-    pub async fn load(llm: &'a L, store: &'a Store, turn: i64) -> Result<Self, store::Error> {
+    pub async fn load(llm: &'a L, store: &'a Store, live: &'a Live<'a>, turn: i64) -> Result<Self, store::Error> {
         let mut replay = VecDeque::new();
         for text in store.replies(turn).await? {
             replay.push_back(serde_json::from_str(&text)?);
         }
-        Ok(Self { llm, store, turn, replay: Mutex::new(replay), round: AtomicU32::new(0), replayed: AtomicU32::new(0) })
+        Ok(Self {
+            llm,
+            store,
+            live,
+            turn,
+            replay: Mutex::new(replay),
+            round: AtomicU32::new(0),
+            replayed: AtomicU32::new(0),
+            failed: Mutex::new(None),
+        })
     }
 
     /// How many replies came from the record rather than the model.
     pub fn replayed(&self) -> u32 {
         self.replayed.load(Ordering::Relaxed)
     }
+
+    /// Puts a reply's text out; a homeserver that is down suspends the turn.
+    async fn show(&self, round: u32, text: &str, cut: bool) -> Result<(), agent::Error> {
+        match self.live.finish(round, text, cut).await {
+            Ok(()) => Ok(()),
+            Err(PostError::Later(why)) => Err(agent::Error::Suspended(why)),
+            Err(PostError::Failed(why)) => {
+                tracing::warn!(turn = self.turn, error = %why, "could not post the answer");
+                *self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+                Ok(())
+            }
+        }
+    }
 }
 
 impl<L: Complete + Sync> Complete for Recorded<'_, L> {
-    async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, agent::Error> {
+    async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
         let round = self.round.fetch_add(1, Ordering::Relaxed) + 1;
         let recorded = self.replay.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
         if let Some(reply) = recorded {
             self.replayed.fetch_add(1, Ordering::Relaxed);
+            self.show(round, reply.text.as_deref().unwrap_or_default(), false).await?;
             return Ok(reply);
         }
-        let reply = self.llm.complete(messages, tools).await?;
-        let text = serde_json::to_string(&reply).map_err(|e| agent::Error::Suspended(e.to_string()))?;
-        self.store
-            .record_reply(self.turn, round, &text)
-            .await
-            .map_err(|e| agent::Error::Suspended(format!("could not record the model's reply: {e}")))?;
-        Ok(reply)
+        let done = Notify::new();
+        let (result, ()) = tokio::join!(
+            async {
+                let result = self.llm.complete(messages, tools, live).await;
+                done.notify_one();
+                result
+            },
+            self.live.follow(round, live.subscribe(), &done),
+        );
+        match result {
+            Ok(reply) => {
+                let text = serde_json::to_string(&reply).map_err(|e| agent::Error::Suspended(e.to_string()))?;
+                self.store
+                    .record_reply(self.turn, round, &text)
+                    .await
+                    .map_err(|e| agent::Error::Suspended(format!("could not record the model's reply: {e}")))?;
+                self.show(round, reply.text.as_deref().unwrap_or_default(), false).await?;
+                Ok(reply)
+            }
+            Err(agent::Error::Cut(so_far, why)) => {
+                // Never leave a message live: end it with the text so far and a note.
+                self.show(round, &so_far, true).await?;
+                Err(agent::Error::Cut(so_far, why))
+            }
+            Err(e) => Err(e),
+        }
     }
 }

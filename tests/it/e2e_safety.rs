@@ -19,9 +19,12 @@ fn with_limits(toml: &str) -> Options {
     Options { extra_toml: toml.to_owned(), ..Default::default() }
 }
 
-/// `sender`'s messages of `msgtype` in `room`, as `viewer` sees them.
+/// `sender`'s messages of `msgtype` in `room` (not counting edits), as `viewer` sees them.
 async fn of_type(viewer: &crate::support::User, room: &str, sender: &str, msgtype: &str) -> Vec<Value> {
-    viewer.messages_from(room, sender).await.into_iter().filter(|m| m["content"]["msgtype"] == msgtype).collect()
+    let messages = viewer.messages_from(room, sender).await.into_iter();
+    messages
+        .filter(|m| m["content"]["msgtype"] == msgtype && m["content"]["m.relates_to"]["rel_type"] != "m.replace")
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

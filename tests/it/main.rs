@@ -9,6 +9,7 @@ mod cli;
 mod e2e_appservice;
 mod e2e_crash;
 mod e2e_delivery;
+mod e2e_live;
 mod e2e_rooms;
 mod e2e_safety;
 mod e2e_turn;

@@ -26,6 +26,13 @@ pub enum Step {
     Hang,
     /// 429 with `Retry-After: secs`.
     RetryAfter(u64),
+    /// Text in these pieces, one event every `Duration` (streamed; whole when the request
+    /// does not stream).
+    Pieces(Vec<String>, Duration),
+    /// Like `Pieces`, then the connection drops before the stream ends.
+    Cut(Vec<String>, Duration),
+    /// Some text, then tool calls, in one reply.
+    Say(String, Vec<(String, String)>),
 }
 
 pub fn call(name: &str, args: Value) -> Step {
@@ -47,6 +54,8 @@ struct Shared {
     usage: Arc<Mutex<Option<(u64, u64)>>>,
     /// When set, requests without `Authorization: Bearer <key>` get 401.
     key: Arc<Mutex<Option<String>>>,
+    /// When (wall clock, ms) each stream sent its first piece of text.
+    first_pieces: Arc<Mutex<Vec<i64>>>,
 }
 
 pub struct FakeLlm {
@@ -79,6 +88,11 @@ impl FakeLlm {
     /// Answers every request by looking at it (for tests where order is not fixed).
     pub fn respond_with(&self, f: impl Fn(&Value) -> Step + Send + Sync + 'static) {
         *self.shared.responder.lock().expect("lock") = Some(Arc::new(f));
+    }
+
+    /// When (wall clock, ms) each stream sent its first piece of text, in order.
+    pub fn first_pieces(&self) -> Vec<i64> {
+        self.shared.first_pieces.lock().expect("lock").clone()
     }
 
     /// Refuses (401) every request without `Authorization: Bearer <key>` from now on.
@@ -131,10 +145,64 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
         None => text("[no reply]"),
     });
     let usage = shared.usage.lock().expect("lock").unwrap_or((100, 20));
-    answer(step, usage).await
+    let streaming = request.get("stream").and_then(Value::as_bool) == Some(true);
+    answer(step, usage, streaming, &shared.first_pieces).await
 }
 
-async fn answer(step: Step, usage: (u64, u64)) -> Response {
+/// One SSE event of a chat-completion chunk with `delta`.
+fn chunk(delta: Value) -> String {
+    let c = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+    format!("data: {c}\n\n")
+}
+
+/// A streamed answer: `events` each after `every`, then the usage and `[DONE]` unless `cut`.
+fn sse(
+    events: Vec<String>,
+    every: Duration,
+    usage: (u64, u64),
+    cut: bool,
+    first: Option<&Arc<Mutex<Vec<i64>>>>,
+) -> Response {
+    let first = first.cloned();
+    let mut tail = Vec::new();
+    if !cut {
+        let u = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+            "choices": [], "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}});
+        tail.push(format!("data: {u}\n\n"));
+        tail.push("data: [DONE]\n\n".to_owned());
+    }
+    let items: Vec<(String, bool)> =
+        events.into_iter().map(|e| (e, true)).chain(tail.into_iter().map(|e| (e, false))).collect();
+    let stream = futures::stream::unfold((items.into_iter(), cut, first), move |(mut it, cut, first)| async move {
+        match it.next() {
+            Some((event, paced)) => {
+                if paced {
+                    tokio::time::sleep(every).await;
+                }
+                let first = match first {
+                    Some(f) if paced => {
+                        f.lock().expect("lock").push(richbot::clock::now_ms());
+                        None
+                    }
+                    other => other,
+                };
+                Some((Ok::<_, std::io::Error>(event), (it, cut, first)))
+            }
+            None if cut => {
+                tokio::time::sleep(every).await;
+                Some((Err(std::io::Error::other("the stream was cut")), (it, false, first)))
+            }
+            None => None,
+        }
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(stream))
+        .expect("a response")
+}
+
+async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mutex<Vec<i64>>>) -> Response {
     let mut step = step;
     loop {
         match step {
@@ -152,8 +220,68 @@ async fn answer(step: Step, usage: (u64, u64)) -> Response {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 return (status, Json(json!({"error": {"message": "scripted failure", "type": "server_error", "param": null, "code": null}}))).into_response();
             }
+            Step::Text(t) if streaming => {
+                let pieces = [chunk(json!({"role": "assistant", "content": ""})), chunk(json!({"content": t}))];
+                return sse(pieces.to_vec(), Duration::ZERO, usage, false, None);
+            }
             Step::Text(t) => {
                 return Json(completion(json!({"role": "assistant", "content": t}), "stop", usage)).into_response();
+            }
+            Step::Say(said, calls) if streaming => {
+                let mut events = vec![chunk(json!({"content": said}))];
+                for (i, (name, args)) in calls.iter().enumerate() {
+                    events.push(chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": args}}]})));
+                }
+                return sse(events, Duration::from_millis(300), usage, false, Some(first));
+            }
+            Step::Say(said, calls) => {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, args))| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": name, "arguments": args}}))
+                    .collect();
+                let message = json!({"role": "assistant", "content": said, "tool_calls": calls});
+                return Json(completion(message, "tool_calls", usage)).into_response();
+            }
+            Step::Pieces(pieces, every) | Step::Cut(pieces, every) if !streaming => {
+                let _ = every;
+                step = Step::Text(pieces.concat());
+            }
+            Step::Pieces(pieces, every) => {
+                return sse(
+                    pieces.iter().map(|p| chunk(json!({"content": p}))).collect(),
+                    every,
+                    usage,
+                    false,
+                    Some(first),
+                );
+            }
+            Step::Cut(pieces, every) => {
+                return sse(
+                    pieces.iter().map(|p| chunk(json!({"content": p}))).collect(),
+                    every,
+                    usage,
+                    true,
+                    Some(first),
+                );
+            }
+            Step::Calls(calls) if streaming => {
+                let events = calls
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, (name, args))| {
+                        let mut half = args.len() / 2;
+                        while !args.is_char_boundary(half) {
+                            half -= 1;
+                        }
+                        let (head, rest) = args.split_at(half);
+                        [
+                            chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": head}}]})),
+                            chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": rest}}]})),
+                        ]
+                    })
+                    .collect();
+                return sse(events, Duration::ZERO, usage, false, None);
             }
             Step::Calls(calls) => {
                 let calls: Vec<Value> = calls

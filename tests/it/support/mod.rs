@@ -88,8 +88,9 @@ impl User {
         }
     }
 
-    /// One request as this user. A homeserver that is restarting (connection refused) is
-    /// waited for, up to a minute, as a person's client would.
+    /// One request as this user. A homeserver that is restarting (refused, or a kept-alive
+    /// connection dropped) is waited for, up to a minute, as a person's client would; the
+    /// requests the tests make are idempotent (a send carries its transaction id).
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -102,7 +103,7 @@ impl User {
                     let status = resp.status().as_u16();
                     return (status, resp.json().await.unwrap_or(Value::Null));
                 }
-                Err(e) if e.is_connect() && Instant::now() < deadline => {
+                Err(e) if !e.is_timeout() && Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 Err(e) => panic!("{path}: {e}"),

@@ -23,12 +23,19 @@
 
 use std::time::Duration;
 
-use ruma::{EventId, OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
+use ruma::{EventId, OwnedEventId, OwnedRoomId, RoomId, UserId};
 use serde_json::Value;
+
+mod marker;
+mod typing;
 
 use crate::clock::now_ms;
 use crate::matrix;
 use crate::store::{self, NewSent, NewWrite, OutboxState, Store};
+
+pub use marker::MARKER;
+use marker::content_hash;
+pub use typing::Typing;
 
 /// A write that did not land.
 #[derive(Debug, thiserror::Error)]
@@ -49,20 +56,11 @@ pub enum Error {
     Store(#[from] store::Error),
 }
 
-/// The content key every write carries: its transaction id, to find it again.
-pub const MARKER: &str = "org.richbot.write";
-/// How many of the room's recent events are searched for a write's marker.
-const MARKER_LOOKBACK: u32 = 100;
-
-/// A stable hash of a write's content (FNV-1a over its JSON text), to tell a replay that
-/// differs from the first claim.
-fn content_hash(content: &Value) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in content.to_string().bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+/// A write found to have landed: its event, and (when found by its marker) the content
+/// it landed with.
+struct Landed {
+    id: OwnedEventId,
+    content: Option<Value>,
 }
 
 /// The n-th write (`seq`) of a turn: what its transaction id is derived from.
@@ -101,10 +99,23 @@ impl Outbox {
         self.interval_ms.unsigned_abs()
     }
 
-    /// Claims a write; `Ok((txn, Some(id)))` if it already landed (or is found to have).
-    async fn claim(&self, w: &Write<'_>, kind: &str, content: &Value) -> Result<(String, Option<OwnedEventId>), Error> {
+    /// The content recorded for a message we sent (its latest form), if it is ours.
+    pub async fn sent(&self, event: &EventId) -> Result<Option<Value>, Error> {
+        Ok(self.store.sent_message(event).await?.map(|m| m.content))
+    }
+
+    /// Turns the persona's typing notice on until [`Typing::stop`] (renewed every 20 s).
+    pub fn typing(&self, room: &RoomId, persona: &UserId) -> Typing {
+        Typing::start(self.matrix.clone(), room, persona)
+    }
+
+    /// Claims a write; `Ok((txn, Some(found)))` if it already landed (or is found to have,
+    /// with the content it landed with).
+    async fn claim(&self, w: &Write<'_>, kind: &str, content: &Value) -> Result<(String, Option<Landed>), Error> {
         let txn_id = format!("rb.{}.{}.{}", self.instance, w.id.turn, w.id.seq);
-        let hash = content_hash(content);
+        // A live write (a streamed answer as it grows) differs run to run by nature: its id
+        // alone says what it is.
+        let hash = if kind.starts_with("live") { "live".to_owned() } else { content_hash(content) };
         let new = NewWrite {
             txn_id: &txn_id,
             turn: w.id.turn,
@@ -120,31 +131,14 @@ impl Outbox {
             return Err(Error::Mismatch(row.txn_id));
         }
         match row.state {
-            OutboxState::Sent(id) => Ok((row.txn_id, Some(id))),
+            OutboxState::Sent(id) => Ok((row.txn_id, Some(Landed { id, content: None }))),
             OutboxState::Failed(reason) => Err(Error::Refused(reason)),
             OutboxState::Pending if row.attempts > 0 => {
-                let found = self.find(w, &row.txn_id).await?;
+                let found = marker::find(&self.matrix, w.room, w.persona, &row.txn_id).await?;
                 Ok((row.txn_id, found))
             }
             OutboxState::Pending => Ok((row.txn_id, None)),
         }
-    }
-
-    /// Looks for a write among the persona's recent events in its room, by its marker.
-    async fn find(&self, w: &Write<'_>, txn: &str) -> Result<Option<OwnedEventId>, Error> {
-        let events = self.matrix.recent_events(w.room, w.persona, MARKER_LOOKBACK).await.map_err(|e| match e {
-            matrix::Error::Unavailable(_) => Error::Unavailable(e.to_string()),
-            matrix::Error::Refused { .. } => Error::Refused(e.to_string()),
-        })?;
-        let found = events.iter().find(|e| {
-            e.get("sender").and_then(Value::as_str) == Some(w.persona.as_str())
-                && e.get("content").and_then(|c| c.get(MARKER)).and_then(Value::as_str) == Some(txn)
-        });
-        let id = found.and_then(|e| e.get("event_id")?.as_str()).and_then(|id| EventId::parse(id).ok());
-        if let Some(id) = &id {
-            tracing::info!(txn, event_id = %id, "a write of a crashed run had landed; adopting it, not sending again");
-        }
-        Ok(id)
     }
 
     async fn put(&self, txn: &str, w: &Write<'_>, content: &Value) -> Result<OwnedEventId, Error> {
@@ -169,10 +163,33 @@ impl Outbox {
         content: &Value,
         thread_root: Option<&EventId>,
     ) -> Result<OwnedEventId, Error> {
-        let (txn, done) = self.claim(w, "send", content).await?;
-        let id = match done {
-            Some(id) => id,
-            None => self.put(&txn, w, content).await?,
+        self.send_as(w, "send", content, thread_root).await.map(|(id, _)| id)
+    }
+
+    /// Sends the first form of a live message (a streamed answer): its content may differ
+    /// from a crashed run's. Returns the event and whether it was posted now (false: an
+    /// earlier run's post, whose content may be older).
+    pub async fn send_live(
+        &self,
+        w: &Write<'_>,
+        content: &Value,
+        thread_root: Option<&EventId>,
+    ) -> Result<(OwnedEventId, bool), Error> {
+        self.send_as(w, "live", content, thread_root).await
+    }
+
+    async fn send_as(
+        &self,
+        w: &Write<'_>,
+        kind: &str,
+        content: &Value,
+        thread_root: Option<&EventId>,
+    ) -> Result<(OwnedEventId, bool), Error> {
+        let (txn, done) = self.claim(w, kind, content).await?;
+        let fresh = done.is_none();
+        let (id, landed_content) = match done {
+            Some(Landed { id, content: found }) => (id, found),
+            None => (self.put(&txn, w, content).await?, None),
         };
         let now = now_ms();
         self.store
@@ -182,20 +199,35 @@ impl Outbox {
                 sender: w.persona,
                 thread_root,
                 replaces: None,
-                content,
+                content: landed_content.as_ref().unwrap_or(content),
                 sent_at: now,
                 next_edit_at: now + self.interval_ms,
             })
             .await?;
         self.store.outbox_sent(&txn, &id).await?;
-        Ok(id)
+        Ok((id, fresh))
     }
 
     /// Edits `original` (a message `w.persona` sent), waiting for its slot. Returns the
     /// edit's event id and how long it waited.
     pub async fn edit(&self, w: &Write<'_>, original: &EventId, content: &Value) -> Result<(OwnedEventId, u64), Error> {
-        let (txn, done) = self.claim(w, "edit", content).await?;
-        if let Some(id) = done {
+        self.edit_as(w, "edit", original, content).await
+    }
+
+    /// An intermediate edit of a live message (its content may differ from a crashed run's).
+    pub async fn edit_live(&self, w: &Write<'_>, original: &EventId, content: &Value) -> Result<(), Error> {
+        self.edit_as(w, "live-edit", original, content).await.map(drop)
+    }
+
+    async fn edit_as(
+        &self,
+        w: &Write<'_>,
+        kind: &str,
+        original: &EventId,
+        content: &Value,
+    ) -> Result<(OwnedEventId, u64), Error> {
+        let (txn, done) = self.claim(w, kind, content).await?;
+        if let Some(Landed { id, .. }) = done {
             // Landed already (now found, or recorded): make sure it is recorded.
             let landed = now_ms();
             let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
@@ -244,41 +276,5 @@ impl Outbox {
     /// Opens a direct chat from `persona` with `invitee` (an `is_direct` invite).
     pub async fn create_dm(&self, persona: &UserId, invitee: &UserId) -> Result<OwnedRoomId, matrix::Error> {
         self.matrix.create_dm(persona, invitee).await
-    }
-
-    /// Turns the persona's typing notice on until [`Typing::stop`] (renewed every 20 s).
-    pub fn typing(&self, room: &RoomId, persona: &UserId) -> Typing {
-        let (matrix, room, persona): (_, OwnedRoomId, OwnedUserId) =
-            (self.matrix.clone(), room.to_owned(), persona.to_owned());
-        let renew = {
-            let (matrix, room, persona) = (matrix.clone(), room.clone(), persona.clone());
-            tokio::spawn(async move {
-                loop {
-                    if let Err(e) = matrix.typing(&room, &persona, true, 30_000).await {
-                        tracing::debug!(error = %e, "typing notice failed");
-                    }
-                    tokio::time::sleep(Duration::from_secs(20)).await;
-                }
-            })
-        };
-        Typing { renew, matrix, room, persona }
-    }
-}
-
-/// A typing notice that is on; `stop` clears it.
-#[derive(Debug)]
-pub struct Typing {
-    renew: tokio::task::JoinHandle<()>,
-    matrix: matrix::Client,
-    room: OwnedRoomId,
-    persona: OwnedUserId,
-}
-
-impl Typing {
-    pub async fn stop(self) {
-        self.renew.abort();
-        if let Err(e) = self.matrix.typing(&self.room, &self.persona, false, 0).await {
-            tracing::debug!(error = %e, "clearing the typing notice failed");
-        }
     }
 }

@@ -1,0 +1,196 @@
+//! Live answers: a streamed reply is shown as one message per model reply, posted once
+//! there is something worth showing (a first sentence, or a second of text) with the live
+//! marker, then edited in place as text arrives, never faster than the edit pace and each
+//! edit holding all the text so far. When the reply is complete its message gets a final
+//! edit (the whole text, rendered, no marker); a reply longer than one event continues in
+//! further messages. A reply that was never shown live is posted whole. A stream cut off
+//! part-way ends with the text so far and a note, never a message left live.
+//!
+//! Write ids: reply `r`'s live message is write `LIVE + r * 10_000` (later edits follow
+//! it), its final edit `... + 9_999`, further parts `... + 9_000 + i`. A resumed turn
+//! replays the recorded reply and finds the writes that landed; a live write's content may
+//! differ from a crashed run's, so its id alone identifies it.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ruma::OwnedEventId;
+use tokio::sync::{Notify, watch};
+
+use super::Scope;
+use super::notices::{MAX_PART_BYTES, PostError, split};
+use crate::blocks::WriterKey;
+use crate::outbox::{self, Outbox, Write, WriteId};
+use crate::render;
+use crate::strings;
+
+const LIVE: i64 = 2_000_000;
+const PER_REPLY: i64 = 10_000;
+const FINAL: i64 = 9_999;
+const PARTS: i64 = 9_000;
+/// Text shown live once it holds a sentence, or after this long.
+const SHOW_AFTER: Duration = Duration::from_secs(1);
+/// A reply still streaming this long after it became worth showing is shown live.
+const GRACE: Duration = Duration::from_millis(150);
+
+/// What one reply's live message has shown.
+#[derive(Debug, Default, Clone)]
+struct Shown {
+    message: Option<OwnedEventId>,
+    /// Writes made to it so far (the post and its edits).
+    writes: i64,
+    text: String,
+}
+
+/// One turn's live messages.
+pub(super) struct Live<'a> {
+    outbox: &'a Outbox,
+    scope: &'a Scope,
+    turn: i64,
+    interval: Duration,
+    shown: Mutex<Shown>,
+    /// The replies whose text went out (live or whole), to not post it again.
+    pub posted: Mutex<Vec<u32>>,
+}
+
+fn id(turn: i64, reply: u32, k: i64) -> WriteId {
+    WriteId { turn, seq: LIVE + i64::from(reply) * PER_REPLY + k }
+}
+
+/// Whether streamed text is worth showing yet: never a prefix of `[no reply]`.
+fn worth_showing(text: &str, since: Instant) -> bool {
+    let t = text.trim();
+    if t.is_empty() || strings::NO_REPLY.starts_with(t) || t.starts_with(strings::NO_REPLY) {
+        return false;
+    }
+    t.contains(['.', '!', '?', '\n']) || since.elapsed() >= SHOW_AFTER
+}
+
+impl<'a> Live<'a> {
+    pub fn new(outbox: &'a Outbox, scope: &'a Scope, turn: i64) -> Self {
+        let interval = Duration::from_millis(outbox.interval_ms());
+        Self { outbox, scope, turn, interval, shown: Mutex::new(Shown::default()), posted: Mutex::new(Vec::new()) }
+    }
+
+    fn write(&self, reply: u32, k: i64) -> Write<'_> {
+        Write { id: id(self.turn, reply, k), room: &self.scope.room, persona: &self.scope.persona }
+    }
+
+    fn shown(&self) -> Shown {
+        self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    fn set_shown(&self, shown: Shown) {
+        *self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = shown;
+    }
+
+    /// Follows reply `reply`'s text in `text` until `done` is notified, posting and editing
+    /// its live message at the pace. Stops between writes, never in the middle of one.
+    pub async fn follow(&self, reply: u32, mut text: watch::Receiver<String>, done: &Notify) {
+        self.set_shown(Shown::default());
+        let started = Instant::now();
+        let mut last_write: Option<Instant> = None;
+        loop {
+            let due = last_write.map(|t| t + self.interval);
+            tokio::select! {
+                biased;
+                () = done.notified() => return,
+                changed = text.changed() => if changed.is_err() { return },
+                () = async { match due { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => {}
+            }
+            if due.is_some_and(|d| Instant::now() < d) {
+                continue;
+            }
+            let now_text = text.borrow().clone();
+            let mut shown = self.shown();
+            let part = split(&now_text, MAX_PART_BYTES).first().copied().unwrap_or("").to_owned();
+            if part == shown.text || !worth_showing(&part, started) {
+                continue;
+            }
+            if shown.message.is_none() {
+                // A reply that is complete a moment later goes out whole, not live and edited.
+                tokio::select! {
+                    biased;
+                    () = done.notified() => return,
+                    () = tokio::time::sleep(GRACE) => {}
+                }
+            }
+            let thread = self.scope.thread.as_deref();
+            let result = match &shown.message {
+                None => match render::live(&part, thread, None) {
+                    Ok(c) => self.outbox.send_live(&self.write(reply, 0), &c, thread).await.map(|(m, _)| Some(m)),
+                    Err(_) => continue,
+                },
+                Some(message) => match render::live(&part, thread, Some(message)) {
+                    Ok(c) => self.outbox.edit_live(&self.write(reply, shown.writes), message, &c).await.map(|()| None),
+                    Err(_) => continue,
+                },
+            };
+            match result {
+                Ok(posted) => {
+                    if let Some(m) = posted {
+                        shown.message = Some(m);
+                    }
+                    shown.writes += 1;
+                    shown.text = part;
+                    last_write = Some(Instant::now());
+                    self.set_shown(shown);
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "a live update did not land; the final write will carry it");
+                    last_write = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Puts reply `reply`'s `text` out for good: the live message's final edit (or, if it
+    /// was never shown, a new message), then any further parts; `cut` adds the note of a
+    /// stream that stopped part-way.
+    pub async fn finish(&self, reply: u32, text: &str, cut: bool) -> Result<(), PostError> {
+        let text = text.trim();
+        if text.is_empty() || (text == strings::NO_REPLY && !cut) {
+            return Ok(());
+        }
+        let full = if cut { format!("{text}\n\n{}", strings::CUT_SHORT) } else { text.to_owned() };
+        let parts = split(&full, MAX_PART_BYTES);
+        let thread = self.scope.thread.as_deref();
+        let render_err = |e: render::Error| PostError::Failed(format!("the answer cannot be sent: {e}"));
+        // The live message: this run's, or one a crashed run posted (found by its id).
+        let (message, fresh) = match self.shown().message {
+            Some(m) => (m, false),
+            None => {
+                let first = render::text(parts[0], thread).map_err(render_err)?;
+                self.outbox.send_live(&self.write(reply, 0), &first, thread).await.map_err(later)?
+            }
+        };
+        if !fresh && !self.reads_final(&message, parts[0]).await {
+            let last = render::edit(&message, parts[0], None, WriterKey::default(), &[]).map_err(render_err)?;
+            self.outbox.edit(&self.write(reply, FINAL), &message, &last).await.map_err(later)?;
+        }
+        for (i, part) in parts.iter().enumerate().skip(1) {
+            let content = render::text(part, thread).map_err(render_err)?;
+            self.outbox.send(&self.write(reply, PARTS + i as i64), &content, thread).await.map_err(later)?;
+        }
+        self.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(reply);
+        Ok(())
+    }
+}
+
+impl Live<'_> {
+    /// Whether the message already holds `text` for good (no live marker), as recorded
+    /// when it was sent or found.
+    async fn reads_final(&self, message: &ruma::EventId, text: &str) -> bool {
+        let Ok(Some(sent)) = self.outbox.sent(message).await else { return false };
+        let content = sent.get("m.new_content").unwrap_or(&sent);
+        content.get(render::LIVE).is_none() && content.get("body").and_then(|b| b.as_str()) == Some(text)
+    }
+}
+
+fn later(e: outbox::Error) -> PostError {
+    match e {
+        outbox::Error::Unavailable(why) => PostError::Later(why),
+        outbox::Error::Store(e) => PostError::Later(format!("store: {e}")),
+        e => PostError::Failed(e.to_string()),
+    }
+}

@@ -1,0 +1,127 @@
+//! Live answers against a real Synapse and a scripted model that streams (SSE): the first
+//! message soon after the first token, with the live marker; edits at the pace; a final
+//! edit with the whole text and no marker; a stream cut off part-way; a long answer in
+//! several messages; text and a tool call in one reply, in order. It also measures how
+//! soon the first text is visible (printed: run with `--nocapture`).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::llm::Step;
+use crate::support::{BOT, Env};
+
+fn live(m: &Value) -> bool {
+    m["content"].get("org.matrix.msc4357.live").is_some()
+        || m["content"]["m.new_content"].get("org.matrix.msc4357.live").is_some()
+}
+
+fn is_edit(m: &Value) -> bool {
+    m["content"]["m.relates_to"]["rel_type"] == "m.replace"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_is_shown_live_edited_at_the_pace_and_finished_without_the_marker() {
+    let env = Env::start().await;
+    let pieces: Vec<String> = (0..40).map(|i| format!("word{i}{}", if i % 10 == 9 { ". " } else { " " })).collect();
+    let whole: String = pieces.concat().trim().to_owned();
+    env.llm.script([Step::Pieces(pieces, Duration::from_millis(200))]);
+    let dm = env.dm().await;
+    env.alice.say(&dm, "tell me a long story").await;
+    env.wait_turns(&dm, 1).await;
+    let posted = env.alice.messages_from(&dm, BOT).await;
+    let first = posted.first().expect("a first message");
+    assert!(live(first), "the first message carries the live marker: {first}");
+    let first_piece = env.llm.first_pieces()[0];
+    let visible = first["origin_server_ts"].as_i64().expect("ts") - first_piece;
+    assert!(visible <= 1_500, "visible {visible} ms after the first token");
+    let edits: Vec<&Value> = posted.iter().filter(|m| is_edit(m)).collect();
+    assert!(!edits.is_empty() && edits.len() <= 5, "coalesced, at most 8 s / 2.5 s + 2: {}", edits.len());
+    let times: Vec<i64> =
+        std::iter::once(first).chain(edits.iter().copied()).filter_map(|m| m["origin_server_ts"].as_i64()).collect();
+    assert!(times.windows(2).all(|w| w[1] - w[0] >= 2_450), "writes to one message 2.5 s apart: {times:?}");
+    let last = edits.last().expect("a final edit");
+    assert!(!live(last), "the final edit has no live marker");
+    assert_eq!(last["content"]["m.new_content"]["body"], whole.as_str(), "the whole answer, exactly");
+    assert!(edits[..edits.len() - 1].iter().all(|e| live(e)), "edits before the last are live");
+    assert_eq!(env.wait_turns(&dm, 1).await[0].0, "answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_off_part_way_ends_with_the_text_so_far_and_a_note() {
+    let env = Env::start().await;
+    let pieces: Vec<String> = ["The first half. ", "Then more ", "and more "].iter().map(|s| (*s).to_owned()).collect();
+    env.llm.script([Step::Cut(pieces, Duration::from_millis(400))]);
+    let dm = env.dm().await;
+    env.alice.say(&dm, "go on").await;
+    let turns = env.wait_turns(&dm, 1).await;
+    assert!(turns[0].0.starts_with("llm_failed"), "{}", turns[0].0);
+    let posted = env.alice.messages_from(&dm, BOT).await;
+    let last = posted.last().expect("a last write");
+    assert!(!live(last), "never left live: {last}");
+    let body = if is_edit(last) { &last["content"]["m.new_content"]["body"] } else { &last["content"]["body"] };
+    let body = body.as_str().expect("body");
+    assert!(body.starts_with("The first half. Then more and more") && body.contains("cut short"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_arrives_in_several_messages_in_order_and_text_before_a_tool_call_lands_first() {
+    let env = Env::start().await;
+    let paragraph = "All work and no play makes a very long answer. ".repeat(40);
+    let long: String = (0..85).map(|i| format!("{i}: {paragraph}")).collect::<Vec<_>>().join("\n\n");
+    assert!(long.len() > 150_000);
+    let weather = json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": 21}]}, "fallback": "Lisbon 21 °C"});
+    env.llm.script([
+        Step::Pieces(vec![long.clone()], Duration::from_millis(10)),
+        Step::Say("Here is the weather:".into(), vec![("rich_send".into(), weather.to_string())]),
+        Step::Text("That is all.".into()),
+    ]);
+    let dm = env.dm().await;
+    env.alice.say(&dm, "a very long answer, please").await;
+    env.wait_turns(&dm, 1).await;
+    let parts: Vec<Value> = env.alice.messages_from(&dm, BOT).await.into_iter().filter(|m| !is_edit(m)).collect();
+    assert!(parts.len() >= 10, "150 KB in parts of at most 16 KB: {}", parts.len());
+    assert!(parts.iter().all(|m| m["content"].to_string().len() < 61_440), "each within one event");
+    let text: Vec<&str> = parts.iter().filter_map(|m| m["content"]["body"].as_str()).collect();
+    assert_eq!(
+        text.join("\n\n").split_whitespace().collect::<Vec<_>>(),
+        long.split_whitespace().collect::<Vec<_>>(),
+        "in order, nothing lost"
+    );
+
+    env.alice.say(&dm, "and the weather?").await;
+    env.wait_turns(&dm, 2).await;
+    let after: Vec<Value> =
+        env.alice.messages_from(&dm, BOT).await.into_iter().filter(|m| !is_edit(m)).skip(parts.len()).collect();
+    let bodies: Vec<&str> = after.iter().filter_map(|m| m["content"]["body"].as_str()).collect();
+    assert_eq!(bodies, ["Here is the weather:", "Lisbon 21 °C", "That is all."], "text, then the card, then the rest");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_visible_text_after_the_first_token() {
+    let env = Env::start().await;
+    let dm = env.dm().await;
+    let mut delays = Vec::new();
+    for i in 0..8 {
+        let pieces = vec![format!("Answer {i}. "), "It goes on ".into(), "a little.".into()];
+        env.llm.script([Step::Pieces(pieces, Duration::from_millis(400))]);
+        env.alice.say(&dm, &format!("question {i}")).await;
+        env.wait_turns(&dm, i + 1).await;
+        let first_piece = env.llm.first_pieces()[i];
+        let shown = env
+            .alice
+            .messages_from(&dm, BOT)
+            .await
+            .into_iter()
+            .filter(|m| !is_edit(m))
+            .nth(i)
+            .and_then(|m| m["origin_server_ts"].as_i64())
+            .expect("a message");
+        delays.push(shown - first_piece);
+    }
+    delays.sort_unstable();
+    let p50 = delays[delays.len() / 2];
+    let p99 = delays[delays.len() - 1];
+    eprintln!("first visible text after the first token: p50 {p50} ms, p99 {p99} ms (n = {})", delays.len());
+    assert!(p99 <= 1_500, "{delays:?}");
+}
