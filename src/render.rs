@@ -178,7 +178,12 @@ pub fn edit(
 
 /// A plain text answer (CommonMark), optionally in a thread.
 pub fn text(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> {
-    message(markdown, None, WriterKey::default(), &[], Relation { reply_to: None, thread })
+    text_in(markdown, Relation { reply_to: None, thread })
+}
+
+/// A plain text answer (CommonMark), related as `rel` says (a reply, a thread).
+pub fn text_in(markdown: &str, rel: Relation<'_>) -> Result<Value, Error> {
+    message(markdown, None, WriterKey::default(), &[], rel)
 }
 
 /// The live marker (MSC4357): a message still being written, edited as text arrives.
@@ -186,10 +191,10 @@ pub const LIVE: &str = "org.matrix.msc4357.live";
 
 /// A streamed answer as it stands: a text message carrying the live marker (in an edit,
 /// in `m.new_content` as well). `original` makes it an edit of that message.
-pub fn live(markdown: &str, thread: Option<&EventId>, original: Option<&EventId>) -> Result<Value, Error> {
+pub fn live(markdown: &str, rel: Relation<'_>, original: Option<&EventId>) -> Result<Value, Error> {
     let mut content = match original {
         Some(original) => edit(original, markdown, None, WriterKey::default(), &[])?,
-        None => text(markdown, thread)?,
+        None => text_in(markdown, rel)?,
     };
     content[LIVE] = json!({});
     if original.is_some() {
@@ -213,10 +218,11 @@ mod tests {
 
     #[test]
     fn live_messages_carry_the_marker_and_final_edits_do_not() {
-        let first = live("Hello", None, None).expect("fits");
+        let none = Relation { reply_to: None, thread: None };
+        let first = live("Hello", none, None).expect("fits");
         assert_eq!(first[LIVE], json!({}));
         let original = ruma::event_id!("$live");
-        let more = live("Hello there", None, Some(original)).expect("fits");
+        let more = live("Hello there", none, Some(original)).expect("fits");
         assert_eq!((more[LIVE].clone(), more["m.new_content"][LIVE].clone()), (json!({}), json!({})));
         assert_eq!(more["m.relates_to"]["rel_type"], "m.replace");
         let last = edit(original, "Hello there.", None, WriterKey::default(), &[]).expect("fits");

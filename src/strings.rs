@@ -65,3 +65,54 @@ pub fn usage(asker: &str, tokens: u64, turns: u64, limit: Option<u64>) -> String
     };
     format!("{asker}: over the last 24 hours you used {tokens} tokens in {turns} turn(s). {limit}")
 }
+
+/// The answer to `!help`.
+pub fn help(persona: &str) -> String {
+    format!(
+        "I'm {persona}, an assistant that answers with rich messages (tables, weather, charts, trackers, cards, code). \
+         In a direct chat, just write; in a room, mention me or reply to me.\n\n\
+         Commands: `!help` (this), `!reset` (forget the conversation so far), \
+         `!mode thread|reply|flat` (how I answer in this room; power level 50), `!usage` (your use today)."
+    )
+}
+
+/// Confirms `!reset`.
+pub const RESET: &str =
+    "Done: I've set aside our conversation so far. It's still stored, but I won't use it from here on.";
+
+/// `!mode` in a DM.
+pub const MODE_DM: &str = "`!mode` is for group rooms; in a direct chat I answer plainly.";
+
+/// The room's mode, for `!mode`.
+pub fn mode_is(mode: &str) -> String {
+    format!("In this room I answer {}. Change it with `!mode thread|reply|flat` (power level 50).", mode_words(mode))
+}
+
+/// Confirms `!mode <mode>`.
+pub fn mode_set(mode: &str) -> String {
+    format!("From now on I answer {} in this room.", mode_words(mode))
+}
+
+/// `!mode` from someone who may not change it.
+pub fn mode_refused(level: i64) -> String {
+    format!("Only members with power level {level} or more (or the room's creators) can change how I answer here.")
+}
+
+/// `!mode` with a mode that does not exist.
+pub fn mode_unknown(mode: &str) -> String {
+    format!("There is no mode \"{mode}\": use `!mode thread`, `!mode reply` or `!mode flat`.")
+}
+
+fn mode_words(mode: &str) -> &'static str {
+    match mode {
+        "thread" => "in a thread under each question",
+        "flat" => "plainly, without replying",
+        _ => "as a reply to each question",
+    }
+}
+
+/// An unknown `!command`.
+pub fn unknown_command(word: &str) -> String {
+    let word: String = word.chars().take(40).collect();
+    format!("I don't know `!{word}`. Commands: `!help`, `!reset`, `!mode thread|reply|flat`, `!usage`.")
+}

@@ -77,6 +77,14 @@ impl Client {
         Ok(answer.get("chunk").and_then(Value::as_array).cloned().unwrap_or_default())
     }
 
+    /// `GET /_matrix/client/v3/rooms/{roomId}/state` as `user`: the room's current state
+    /// events (senders included).
+    pub async fn room_state(&self, room: &RoomId, user: &UserId) -> Result<Vec<Value>, Error> {
+        let path = format!("/_matrix/client/v3/rooms/{}/state", enc(room.as_str()));
+        let answer = self.call(Method::GET, &path, Some(user), None).await?;
+        Ok(answer.as_array().cloned().unwrap_or_default())
+    }
+
     /// `PUT /_matrix/client/v3/rooms/{roomId}/typing/{userId}`.
     pub async fn typing(&self, room: &RoomId, user: &UserId, typing: bool, timeout_ms: u64) -> Result<(), Error> {
         let path = format!("/_matrix/client/v3/rooms/{}/typing/{}", enc(room.as_str()), enc(user.as_str()));

@@ -9,10 +9,12 @@
 //!   posted buttons), all scoped to the event's room.
 //! - `triggers`: the pure decision "does this event start a turn, and why".
 //! - `limiter`: turn rate limits per room and per asker, and the cool-down they trip.
+//! - `commands`: `!help`, `!reset`, `!mode`, `!usage`, answered without the model.
 //! - `membership`: invites, joins, leaves, greetings.
 //!
 //! Nothing here calls the LLM; everything that does is in `turn`.
 
+mod commands;
 mod facts;
 mod limiter;
 mod membership;
@@ -66,8 +68,10 @@ impl Deps {
         let limiter =
             limiter::Limiter::new(r.per_room_per_minute, r.per_asker_per_minute, r.cooldown_secs, r.exempt.clone());
         let triage = facts::Triage::new(store.clone(), personas.clone(), policy.clone());
+        let commands = commands::Commands::new(store.clone(), matrix.clone());
         let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
-        Self { worker: Arc::new(worker::Worker::new(store, triage, membership, turns, limiter, metrics)) }
+        let parts = (triage, membership, commands);
+        Self { worker: Arc::new(worker::Worker::new(store, parts, turns, limiter, metrics)) }
     }
 
     /// Runs the scheduler until the task is dropped: woken by `wake`, at most `cap` rooms

@@ -13,6 +13,7 @@
 use ruma::UserId;
 use serde_json::Value;
 
+use super::commands::{Command, command};
 use crate::blocks::{Action, read_used_id};
 use crate::relation::Relation;
 use crate::turn::Press;
@@ -31,8 +32,9 @@ pub enum Trigger {
     ButtonSend {
         id: String,
     },
-    /// `!usage`: the asker's use and limits, answered without the model.
-    Usage,
+    /// A conversation command (`!help`, `!reset`, `!mode`, `!usage`), answered by richbot
+    /// itself and never sent to the model.
+    Command(Command),
 }
 
 /// What the caller knows about the event's room and relations.
@@ -79,8 +81,8 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
                 return Some(Trigger::ButtonSend { id: id.to_owned() });
             }
             let mentioned = mentions(content, body, facts);
-            if (facts.is_dm || mentioned) && command(body, facts) == Some("!usage") {
-                return Some(Trigger::Usage);
+            if let Some(c) = command(body, facts).filter(|_| facts.is_dm || mentioned) {
+                return Some(Trigger::Command(c));
             }
             if facts.is_dm {
                 return Some(Trigger::Message);
@@ -113,23 +115,6 @@ fn mentions(content: &Value, body: &str, facts: &Facts<'_>) -> bool {
         || body.contains(&facts.persona_id.as_str().to_lowercase())
         || named(&facts.display_name.to_lowercase())
         || named(&localpart)
-}
-
-/// The command word of a message: its first word, after a leading mention of the persona
-/// (`Richbot: !usage`, `@richbot:example.org !usage`), if it starts with `!`.
-fn command<'b>(body: &'b str, facts: &Facts<'_>) -> Option<&'b str> {
-    let mut rest = body.trim_start();
-    let names = [facts.persona_id.as_str(), facts.display_name, facts.persona_id.localpart()];
-    for name in names.into_iter().filter(|n| !n.is_empty()) {
-        if let Some(after) =
-            rest.get(..name.len()).filter(|p| p.eq_ignore_ascii_case(name)).map(|_| &rest[name.len()..])
-        {
-            rest = after.trim_start_matches([':', ',']).trim_start();
-            break;
-        }
-    }
-    let word = rest.split_whitespace().next()?;
-    (word.starts_with('!') && rest.trim() == word).then_some(word)
 }
 
 /// Whether an event came too late to answer: delivered more than `window_ms` after it was
@@ -236,9 +221,25 @@ mod tests {
                 dm.clone(),
                 Some(Trigger::Message),
             ),
-            ("usage in a DM", text(" !usage "), dm.clone(), Some(Trigger::Usage)),
-            ("usage addressed in a group", text("Richbot: !usage"), facts(), Some(Trigger::Usage)),
-            ("usage by user id", text("@richbot:example.org !usage"), facts(), Some(Trigger::Usage)),
+            ("usage in a DM", text(" !usage "), dm.clone(), Some(Trigger::Command(Command::Usage))),
+            ("usage addressed in a group", text("Richbot: !usage"), facts(), Some(Trigger::Command(Command::Usage))),
+            ("usage by user id", text("@richbot:example.org !usage"), facts(), Some(Trigger::Command(Command::Usage))),
+            ("help", text("!help"), dm.clone(), Some(Trigger::Command(Command::Help))),
+            ("reset", text("Richbot: !RESET"), facts(), Some(Trigger::Command(Command::Reset))),
+            ("mode shown", text("richbot, !mode"), facts(), Some(Trigger::Command(Command::Mode(None)))),
+            (
+                "mode set",
+                text("Richbot: !mode Thread"),
+                facts(),
+                Some(Trigger::Command(Command::Mode(Some("thread".into())))),
+            ),
+            (
+                "unknown command",
+                text("!frobnicate"),
+                dm.clone(),
+                Some(Trigger::Command(Command::Unknown("frobnicate".into()))),
+            ),
+            ("a bang alone is a message", text("!"), dm.clone(), Some(Trigger::Message)),
             ("usage not addressed in a group", text("!usage"), facts(), None),
             (
                 "a sentence that starts with a command is a question",

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use ruma::{OwnedRoomId, RoomId};
 
 use super::Error;
+use super::commands::Commands;
 use super::facts::Triage;
 use super::limiter::{Admit, Limiter, Who};
 use super::membership::Membership;
@@ -38,6 +39,7 @@ pub struct Worker {
     store: Store,
     triage: Triage,
     membership: Membership,
+    commands: Commands,
     turns: Turns,
     limiter: Limiter,
     metrics: Arc<Metrics>,
@@ -51,13 +53,12 @@ type Started<'a> = (&'a StoredEvent, &'a Persona, Trigger);
 impl Worker {
     pub fn new(
         store: Store,
-        triage: Triage,
-        membership: Membership,
+        (triage, membership, commands): (Triage, Membership, Commands),
         turns: Turns,
         limiter: Limiter,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { store, triage, membership, turns, limiter, metrics, told_away: Mutex::new(HashSet::new()) }
+        Self { store, triage, membership, commands, turns, limiter, metrics, told_away: Mutex::new(HashSet::new()) }
     }
 
     /// Rooms with pending events, oldest first (for the scheduler).
@@ -137,8 +138,9 @@ impl Worker {
                 tracing::warn!(%room, %asker, ?whose, "turn rate limit tripped; cooling down");
                 self.turns.notice(who, &events, text, Outcome::RateLimited).await?;
             }
-            Admit::Go if *trigger == Trigger::Usage => {
-                self.turns.usage(who, &events).await?;
+            Admit::Go if let Trigger::Command(command) = trigger => {
+                let is_dm = self.store.joined_members(room).await?.len() == 2;
+                self.commands.run(command, who, &events, is_dm, &self.turns).await?;
             }
             Admit::Go => {
                 let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
@@ -186,12 +188,12 @@ fn press(trigger: &Trigger) -> Option<Press> {
 }
 
 /// The first batch: the started events of the first persona and asker addressed, in
-/// order; a `!usage` command is a batch of its own.
+/// order; a command is a batch of its own.
 fn first_batch<'a, 'b>(started: &'b [Started<'a>]) -> Option<Vec<&'b Started<'a>>> {
     let (head, head_persona, head_trigger) = started.first()?;
-    let command = *head_trigger == Trigger::Usage;
+    let command = matches!(head_trigger, Trigger::Command(_));
     let same = |(e, p, t): &&Started<'a>| {
-        p.user_id == head_persona.user_id && e.sender == head.sender && (*t == Trigger::Usage) == command
+        p.user_id == head_persona.user_id && e.sender == head.sender && matches!(t, Trigger::Command(_)) == command
     };
     let batch: Vec<&Started<'a>> = started.iter().filter(same).collect();
     Some(if command { batch.into_iter().take(1).collect() } else { batch })

@@ -129,11 +129,13 @@ impl Store {
     }
 
     /// The room's most recent messages (`m.room.message` only: reactions, state and other
-    /// types are not history) up to and including `upto_seq`, newest last, at most `limit`.
+    /// types are not history) up to and including `upto_seq`, after the room's last
+    /// `!reset`, newest last, at most `limit`.
     pub async fn history(&self, room_id: &RoomId, upto_seq: i64, limit: i64) -> Result<Vec<StoredEvent>> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM events WHERE room_id = ? AND seq <= ? AND event_type = 'm.room.message'
-             ORDER BY seq DESC LIMIT ?"
+            "SELECT {COLUMNS} FROM events WHERE room_id = ?1 AND seq <= ?2 AND event_type = 'm.room.message'
+             AND seq > COALESCE((SELECT reset_seq FROM room_settings WHERE room_id = ?1), 0)
+             ORDER BY seq DESC LIMIT ?3"
         );
         let rows = sqlx::query(&sql).bind(room_id.as_str()).bind(upto_seq).bind(limit).fetch_all(&self.pool).await?;
         let mut events: Vec<StoredEvent> = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;

@@ -17,6 +17,7 @@ mod meta;
 mod outbox;
 mod rooms;
 mod sent;
+mod settings;
 mod turns;
 mod usage;
 

@@ -177,6 +177,7 @@ mod tests {
             asker: owned_user_id!("@alice:x"),
             is_dm: true,
             thread: thread.map(|t| OwnedEventId::try_from(t).expect("event id")),
+            reply_to: None,
         }
     }
 

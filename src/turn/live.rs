@@ -117,11 +117,11 @@ impl<'a> Live<'a> {
             }
             let thread = self.scope.thread.as_deref();
             let result = match &shown.message {
-                None => match render::live(&part, thread, None) {
+                None => match render::live(&part, self.scope.relation(), None) {
                     Ok(c) => self.outbox.send_live(&self.write(reply, 0), &c, thread).await.map(|(m, _)| Some(m)),
                     Err(_) => continue,
                 },
-                Some(message) => match render::live(&part, thread, Some(message)) {
+                Some(message) => match render::live(&part, self.scope.relation(), Some(message)) {
                     Ok(c) => self.outbox.edit_live(&self.write(reply, shown.writes), message, &c).await.map(|()| None),
                     Err(_) => continue,
                 },
@@ -160,7 +160,7 @@ impl<'a> Live<'a> {
         let (message, fresh) = match self.shown().message {
             Some(m) => (m, false),
             None => {
-                let first = render::text(parts[0], thread).map_err(render_err)?;
+                let first = render::text_in(parts[0], self.scope.relation()).map_err(render_err)?;
                 self.outbox.send_live(&self.write(reply, 0), &first, thread).await.map_err(later)?
             }
         };

@@ -78,6 +78,15 @@ pub struct Scope {
     pub is_dm: bool,
     /// The thread the turn answers in: new messages go there unless the model says otherwise.
     pub thread: Option<OwnedEventId>,
+    /// The question the turn's text answers reply to (a group room's `reply` mode).
+    pub reply_to: Option<OwnedEventId>,
+}
+
+impl Scope {
+    /// How the turn's text answers relate to the conversation.
+    pub fn relation(&self) -> crate::render::Relation<'_> {
+        crate::render::Relation { reply_to: self.reply_to.as_deref(), thread: self.thread.as_deref() }
+    }
 }
 
 /// How a turn is run, from the configuration.
@@ -224,7 +233,7 @@ impl Turns {
         let asker = scope_of.2;
         let (used, limit) = self.budget.day_use(&self.store, asker).await?;
         let text = strings::usage(asker.as_str(), used.tokens, used.turns, limit);
-        self.notice(scope_of, events, text, Outcome::Usage).await
+        self.notice(scope_of, events, text, Outcome::Command("usage".to_owned())).await
     }
 
     /// Records the end of a turn (its events become processed in the same transaction).
@@ -236,14 +245,28 @@ impl Turns {
         Ok(outcome)
     }
 
+    /// Where the turn answers: in the question's thread if it is in one; else, in a group
+    /// room, as the room's `!mode` says (a reply by default, a new thread, or plainly).
     async fn scope(&self, turn: &TurnRow, events: &[StoredEvent]) -> Result<Scope, store::Error> {
-        let joined = self.store.joined_members(&turn.room_id).await?;
+        let is_dm = self.store.joined_members(&turn.room_id).await?.len() == 2;
+        let question = events.iter().rev().find(|e| e.event_type == "m.room.message");
+        let mut thread =
+            events.last().and_then(StoredEvent::relation).and_then(|r| r.thread_root().map(ToOwned::to_owned));
+        let mut reply_to = None;
+        if let (false, None, Some(q)) = (is_dm, &thread, question) {
+            match self.store.room_mode(&turn.room_id).await?.as_deref() {
+                Some("thread") => thread = Some(q.event_id.clone()),
+                Some("flat") => {}
+                _ => reply_to = Some(q.event_id.clone()),
+            }
+        }
         Ok(Scope {
             room: turn.room_id.clone(),
             persona: turn.persona.clone(),
             asker: turn.asker.clone(),
-            is_dm: joined.len() == 2,
-            thread: events.last().and_then(StoredEvent::relation).and_then(|r| r.thread_root().map(ToOwned::to_owned)),
+            is_dm,
+            thread,
+            reply_to,
         })
     }
 

@@ -28,7 +28,7 @@ pub enum PostError {
 pub async fn post(outbox: &Outbox, scope: &Scope, id: WriteId, text: &str, notice: bool) -> Result<(), PostError> {
     let thread = scope.thread.as_deref();
     for (i, part) in split(text, MAX_PART_BYTES).into_iter().enumerate() {
-        let content = if notice { render::notice(part, thread) } else { render::text(part, thread) };
+        let content = if notice { render::notice(part, thread) } else { render::text_in(part, scope.relation()) };
         let content = content.map_err(|e| PostError::Failed(format!("the answer cannot be sent: {e}")))?;
         let write =
             Write { id: WriteId { turn: id.turn, seq: id.seq + i as i64 }, room: &scope.room, persona: &scope.persona };

@@ -32,8 +32,8 @@ pub enum Outcome {
     RateLimited,
     /// Questions arrived too late (an outage); the room was told to ask again.
     Away,
-    /// `!usage` was answered.
-    Usage,
+    /// A conversation command was answered (its name).
+    Command(String),
     /// The room is encrypted; the persona said it cannot read it.
     Encrypted,
     /// The turn's persona is no longer configured.
@@ -59,7 +59,7 @@ impl Outcome {
             Outcome::BudgetSpent(_) => "budget_spent",
             Outcome::RateLimited => "rate_limited",
             Outcome::Away => "away",
-            Outcome::Usage => "usage",
+            Outcome::Command(_) => "command",
             Outcome::Encrypted => "encrypted",
             Outcome::PersonaRemoved => "persona_removed",
             Outcome::Greeted => "greeted",
@@ -73,7 +73,8 @@ impl Outcome {
             | Outcome::Misconfigured(d)
             | Outcome::PostFailed(d)
             | Outcome::GreetingFailed(d)
-            | Outcome::BudgetSpent(d) => Some(d),
+            | Outcome::BudgetSpent(d)
+            | Outcome::Command(d) => Some(d),
             Outcome::Answered
             | Outcome::NoReply
             | Outcome::MaxRounds
@@ -81,7 +82,6 @@ impl Outcome {
             | Outcome::Undelivered
             | Outcome::RateLimited
             | Outcome::Away
-            | Outcome::Usage
             | Outcome::Encrypted
             | Outcome::PersonaRemoved
             | Outcome::Greeted => None,
@@ -123,7 +123,7 @@ impl FromStr for Outcome {
             "budget_spent" => Outcome::BudgetSpent(detail),
             "rate_limited" => Outcome::RateLimited,
             "away" => Outcome::Away,
-            "usage" => Outcome::Usage,
+            "command" => Outcome::Command(detail),
             "encrypted" => Outcome::Encrypted,
             "persona_removed" => Outcome::PersonaRemoved,
             "greeted" => Outcome::Greeted,
@@ -151,7 +151,7 @@ mod tests {
             Outcome::BudgetSpent("user".into()),
             Outcome::RateLimited,
             Outcome::Away,
-            Outcome::Usage,
+            Outcome::Command("usage".into()),
             Outcome::Encrypted,
             Outcome::PersonaRemoved,
             Outcome::Greeted,

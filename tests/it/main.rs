@@ -7,6 +7,7 @@ mod support;
 mod blocks;
 mod cli;
 mod e2e_appservice;
+mod e2e_commands;
 mod e2e_crash;
 mod e2e_delivery;
 mod e2e_live;

@@ -1,0 +1,69 @@
+//! Conversation commands against a real Synapse: `!reset` takes the conversation out of the
+//! model's context, `!mode` is refused to a member without power and applied for the
+//! room's creator (then answers go in a thread under the question), `!help` and unknown
+//! commands are answered as notices; none of them reaches the model.
+
+use serde_json::Value;
+
+use crate::support::llm::{Step, text};
+use crate::support::{BOT, Env};
+
+fn notices(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["content"]["msgtype"] == "m.notice")
+        .filter_map(|m| m["content"]["body"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_help_and_unknown_commands_in_a_dm() {
+    let env = Env::start().await;
+    env.llm.respond_with(|_| text("Noted."));
+    let dm = env.dm().await;
+    env.alice.say(&dm, "my secret plan is to bake").await;
+    env.wait_turns(&dm, 1).await;
+    for (i, command) in ["!help", "!frobnicate", "!reset"].iter().enumerate() {
+        env.alice.say(&dm, command).await;
+        env.wait_turns(&dm, i + 2).await;
+    }
+    env.alice.say(&dm, "what was my plan?").await;
+    env.wait_turns(&dm, 5).await;
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 2, "commands never reach the model");
+    let after_reset = requests[1]["messages"].to_string();
+    assert!(!after_reset.contains("bake") && !after_reset.contains("Noted."), "nothing before !reset: {after_reset}");
+    assert!(after_reset.contains("what was my plan?"));
+    let said = notices(&env.alice.messages_from(&dm, BOT).await);
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert!(said[0].contains("Commands: `!help`"), "{}", said[0]);
+    assert!(said[1].contains("I don't know `!frobnicate`"), "{}", said[1]);
+    assert!(said[2].contains("set aside our conversation"), "{}", said[2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mode_is_refused_without_power_and_applied_for_the_creator() {
+    let env = Env::start().await;
+    env.llm.respond_with(|_| Step::Text("An answer.".into()));
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+
+    // Default in a group room: a reply to the question.
+    let question = env.bob.say(&room, "Richbot, hello?").await;
+    let answered = env.wait_messages(&room, BOT, 1).await;
+    assert_eq!(answered[0]["content"]["m.relates_to"]["m.in_reply_to"]["event_id"], question.as_str());
+
+    env.bob.say(&room, "Richbot: !mode thread").await;
+    let refused = env.wait_messages(&room, BOT, 2).await;
+    assert!(notices(&refused)[0].contains("Only members with power level 50"), "{refused:?}");
+    env.alice.say(&room, "Richbot: !mode thread").await;
+    let set = env.wait_messages(&room, BOT, 3).await;
+    assert!(notices(&set)[1].contains("in a thread under each question"), "{set:?}");
+
+    let asked = env.bob.say(&room, "Richbot, and now?").await;
+    let threaded = env.wait_messages(&room, BOT, 4).await;
+    let relates = &threaded[3]["content"]["m.relates_to"];
+    assert_eq!((relates["rel_type"].as_str(), relates["event_id"].as_str()), (Some("m.thread"), Some(asked.as_str())));
+    assert_eq!(env.llm.requests().len(), 2, "only the two questions reached the model");
+}
