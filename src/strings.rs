@@ -116,3 +116,8 @@ pub fn unknown_command(word: &str) -> String {
     let word: String = word.chars().take(40).collect();
     format!("I don't know `!{word}`. Commands: `!help`, `!reset`, `!mode thread|reply|flat`, `!usage`.")
 }
+
+/// Shown on an answer while a tool it called runs long.
+pub fn running(tool: &str) -> String {
+    format!("(running `{tool}`…)")
+}

@@ -28,6 +28,8 @@ const LIVE: i64 = 2_000_000;
 const PER_REPLY: i64 = 10_000;
 const FINAL: i64 = 9_999;
 const PARTS: i64 = 9_000;
+/// Notes while tools run, and taking them back.
+const NOTES: i64 = 5_000;
 /// Text shown live once it holds a sentence, or after this long.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 /// A reply still streaming this long after it became worth showing is shown live.
@@ -51,6 +53,18 @@ pub(super) struct Live<'a> {
     shown: Mutex<Shown>,
     /// The replies whose text went out (live or whole), to not post it again.
     pub posted: Mutex<Vec<u32>>,
+    /// The last reply's finished message and text, for a note while its tools run.
+    finished: Mutex<Option<(u32, OwnedEventId, String)>>,
+    /// Notes shown so far (their writes are numbered by it).
+    notes: std::sync::atomic::AtomicI64,
+}
+
+/// A note shown on a reply's message while a tool runs, to take back when it is done.
+pub(super) struct Note {
+    reply: u32,
+    message: OwnedEventId,
+    text: String,
+    n: i64,
 }
 
 fn id(turn: i64, reply: u32, k: i64) -> WriteId {
@@ -69,7 +83,16 @@ fn worth_showing(text: &str, since: Instant) -> bool {
 impl<'a> Live<'a> {
     pub fn new(outbox: &'a Outbox, scope: &'a Scope, turn: i64) -> Self {
         let interval = Duration::from_millis(outbox.interval_ms());
-        Self { outbox, scope, turn, interval, shown: Mutex::new(Shown::default()), posted: Mutex::new(Vec::new()) }
+        Self {
+            outbox,
+            scope,
+            turn,
+            interval,
+            shown: Mutex::new(Shown::default()),
+            posted: Mutex::new(Vec::new()),
+            finished: Mutex::new(None),
+            notes: std::sync::atomic::AtomicI64::new(0),
+        }
     }
 
     fn write(&self, reply: u32, k: i64) -> Write<'_> {
@@ -173,7 +196,32 @@ impl<'a> Live<'a> {
             self.outbox.send(&self.write(reply, PARTS + i as i64), &content, thread).await.map_err(later)?;
         }
         self.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(reply);
+        if parts.len() == 1 {
+            *self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some((reply, message, parts[0].to_owned()));
+        }
         Ok(())
+    }
+
+    /// Says on the last reply's message that `tool` is running (live again), if there is
+    /// one; the note is taken back with [`Live::tool_done`].
+    pub async fn tool_running(&self, tool: &str) -> Option<Note> {
+        let (reply, message, text) = self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()?;
+        let n = self.notes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let shown = format!("{text}\n\n_{}_", strings::running(tool));
+        let content = render::live(&shown, self.scope.relation(), Some(&message)).ok()?;
+        let write = self.write(reply, NOTES + 2 * n);
+        self.outbox.edit_live(&write, &message, &content).await.ok()?;
+        Some(Note { reply, message, text, n })
+    }
+
+    /// Takes a tool's note back: the message reads as it did, for good.
+    pub async fn tool_done(&self, note: Note) {
+        let Ok(content) = render::edit(&note.message, &note.text, None, WriterKey::default(), &[]) else { return };
+        let write = self.write(note.reply, NOTES + 2 * note.n + 1);
+        if let Err(e) = self.outbox.edit(&write, &note.message, &content).await {
+            tracing::warn!(error = %e, "could not take back a running-tool note");
+        }
     }
 }
 

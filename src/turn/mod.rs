@@ -173,7 +173,8 @@ impl Turns {
         let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, &scope);
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
         let recorded = record::Recorded::load(&metered, &self.store, &shown, turn.id).await?;
-        let mut runner = runner::Runner::new(&self.store, &self.outbox, &self.metrics, &scope, turn.id, self.limits);
+        let parts = (&self.store, &self.outbox, &shown);
+        let mut runner = runner::Runner::new(parts, &self.metrics, &scope, turn.id, self.limits);
         let (live_text, _) = tokio::sync::watch::channel(String::new());
         let bounded = run_loop(&recorded, messages, &tools, &mut runner, self.limits.bounds, &live_text);
         let result = tokio::time::timeout(self.limits.deadline, bounded).await;

@@ -9,6 +9,7 @@
 use ruma::EventId;
 use serde_json::{Value, json};
 
+use super::live::Live;
 use super::targets::{self, internal};
 use super::{Limits, Scope};
 use crate::agent::{Suspend, ToolCall, ToolRunner};
@@ -23,6 +24,7 @@ use crate::tools::{RichCall, RoomTarget, ToolError, ToolErrorCode, plan};
 pub struct Runner<'a> {
     store: &'a Store,
     outbox: &'a Outbox,
+    live: &'a Live<'a>,
     metrics: &'a Metrics,
     scope: &'a Scope,
     turn: i64,
@@ -35,14 +37,13 @@ pub struct Runner<'a> {
 
 impl<'a> Runner<'a> {
     pub fn new(
-        store: &'a Store,
-        outbox: &'a Outbox,
+        (store, outbox, live): (&'a Store, &'a Outbox, &'a Live<'a>),
         metrics: &'a Metrics,
         scope: &'a Scope,
         turn: i64,
         limits: Limits,
     ) -> Self {
-        Self { store, outbox, metrics, scope, turn, limits, seq: 0, writes: 0 }
+        Self { store, outbox, live, metrics, scope, turn, limits, seq: 0, writes: 0 }
     }
 
     /// The id the turn's next write (its final answer) takes.
@@ -63,9 +64,27 @@ impl From<ToolError> for Stop {
     }
 }
 
+/// A tool call that runs longer than this is shown on the reply's message.
+const SLOW_TOOL: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl ToolRunner for Runner<'_> {
     async fn run(&mut self, call: &ToolCall) -> Result<String, Suspend> {
-        match self.execute(call).await {
+        let live = self.live;
+        let result = {
+            let work = self.execute(call);
+            tokio::pin!(work);
+            tokio::select! {
+                r = &mut work => r,
+                () = tokio::time::sleep(SLOW_TOOL) => {
+                    let (r, note) = tokio::join!(&mut work, live.tool_running(&call.name));
+                    if let Some(note) = note {
+                        live.tool_done(note).await;
+                    }
+                    r
+                }
+            }
+        };
+        match result {
             Ok(v) => {
                 self.metrics.tool_call(&call.name, "ok");
                 if let Some(waited) = v.get("waited_ms").and_then(Value::as_u64) {

@@ -125,3 +125,49 @@ async fn first_visible_text_after_the_first_token() {
     eprintln!("first visible text after the first token: p50 {p50} ms, p99 {p99} ms (n = {})", delays.len());
     assert!(p99 <= 1_500, "{delays:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_runs_long_is_named_on_the_answer_then_taken_back() {
+    let opts = crate::support::Options { extra_toml: "[bot]\nedit_interval_ms = 3000\n".into(), ..Default::default() };
+    let env = Env::start_with(opts).await;
+    let tracker = |step: &str| json!({"v": 1, "blocks": [{"type": "details", "summary": "Order", "body": step}]});
+    env.llm.respond_with(move |req| {
+        let results: Vec<Value> = req["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| serde_json::from_str(m["content"].as_str()?).ok())
+            .collect();
+        match results.len() {
+            0 => crate::support::llm::call("rich_send", json!({"payload": tracker("packed"), "fallback": "Order: packed"})),
+            1 => {
+                let edit = |step: &str| {
+                    json!({"event_id": results[0]["event_id"], "payload": tracker(step), "fallback": format!("Order: {step}")})
+                        .to_string()
+                };
+                Step::Say(
+                    "Updating the tracker now.".into(),
+                    vec![("rich_edit".into(), edit("shipped")), ("rich_edit".into(), edit("delivered"))],
+                )
+            }
+            _ => Step::Text("[no reply]".into()),
+        }
+    });
+    let dm = env.dm().await;
+    env.alice.say(&dm, "where is my order?").await;
+    env.wait_turns(&dm, 1).await;
+    let posted = env.alice.messages_from(&dm, BOT).await;
+    let answer = posted.iter().find(|m| m["content"]["body"] == "Updating the tracker now.").expect("the answer");
+    let id = answer["event_id"].as_str().expect("id");
+    let edits: Vec<&Value> =
+        posted.iter().filter(|m| is_edit(m) && m["content"]["m.relates_to"]["event_id"] == id).collect();
+    let noted = edits
+        .iter()
+        .position(|e| e["content"]["m.new_content"]["body"].as_str().is_some_and(|b| b.contains("running `rich_edit`")))
+        .expect("the running tool was named on the answer");
+    assert!(live(edits[noted]), "while it runs, the answer is live again");
+    let last = edits.last().expect("edits");
+    assert!(edits.len() > noted + 1 && !live(last), "then taken back for good");
+    assert_eq!(last["content"]["m.new_content"]["body"], "Updating the tracker now.");
+}
