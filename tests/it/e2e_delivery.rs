@@ -105,11 +105,15 @@ fn scripted_model(request: &Value) -> Step {
 }
 
 async fn spawn_serve(env: &Env) -> tokio::process::Child {
+    // The log of every run, kept beside the config for a failure to be read.
+    let log =
+        std::fs::OpenOptions::new().create(true).append(true).open(env.dir.path().join("serve.log")).expect("log file");
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
         .args(["serve", "--config", env.config_path.to_str().expect("utf8")])
+        .env("RUST_LOG", "richbot=debug,info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .kill_on_drop(true)
         .spawn()
         .expect("serve");
@@ -152,7 +156,7 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
                 }
                 for (i, (user, room, _)) in rooms.iter().enumerate() {
                     let want = format!("Answer to Q{}.", i * 10 + n);
-                    eventually(&want, Duration::from_secs(120), || async {
+                    eventually(&want, Duration::from_secs(180), || async {
                         user.messages_from(room, BOT)
                             .await
                             .iter()
@@ -174,7 +178,11 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
         }
         serve = spawn_serve(&env).await;
     }
-    driver.await.expect("every question answered");
+    if let Err(e) = driver.await {
+        let log = std::fs::read_to_string(env.dir.path().join("serve.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect();
+        panic!("not every question was answered ({e}); richbot's warnings:\n{}", tail.join("\n"));
+    }
     // Let the last turns finish their bookkeeping, then look.
     for (_, room, _) in &rooms {
         eventually("the room's turns are done", Duration::from_secs(60), || async {

@@ -171,3 +171,20 @@ async fn a_tool_that_runs_long_is_named_on_the_answer_then_taken_back() {
     assert!(edits.len() > noted + 1 && !live(last), "then taken back for good");
     assert_eq!(last["content"]["m.new_content"]["body"], "Updating the tracker now.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_refuses_streaming_is_remembered_and_answered_without_it() {
+    let env = Env::start().await;
+    env.llm.refuse_streaming();
+    env.llm.respond_with(|_| Step::Text("Plain, not streamed.".into()));
+    let dm = env.dm().await;
+    env.alice.say(&dm, "first").await;
+    env.wait_turns(&dm, 1).await;
+    env.alice.say(&dm, "second").await;
+    env.wait_turns(&dm, 2).await;
+    let streamed: Vec<bool> = env.llm.requests().iter().map(|r| r["stream"] == true).collect();
+    assert_eq!(streamed, [true, false, false], "refused once, then asked without streaming");
+    let answers = env.alice.messages_from(&dm, BOT).await;
+    assert_eq!(answers.len(), 2, "{answers:#?}");
+    assert!(answers.iter().all(|m| m["content"]["body"] == "Plain, not streamed." && !live(m)));
+}

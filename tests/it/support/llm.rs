@@ -56,6 +56,8 @@ struct Shared {
     key: Arc<Mutex<Option<String>>>,
     /// When (wall clock, ms) each stream sent its first piece of text.
     first_pieces: Arc<Mutex<Vec<i64>>>,
+    /// Refuse streamed requests with a 400, as some servers do.
+    no_streaming: Arc<Mutex<bool>>,
 }
 
 pub struct FakeLlm {
@@ -88,6 +90,11 @@ impl FakeLlm {
     /// Answers every request by looking at it (for tests where order is not fixed).
     pub fn respond_with(&self, f: impl Fn(&Value) -> Step + Send + Sync + 'static) {
         *self.shared.responder.lock().expect("lock") = Some(Arc::new(f));
+    }
+
+    /// Refuses streamed requests (400) from now on, as servers without streaming do.
+    pub fn refuse_streaming(&self) {
+        *self.shared.no_streaming.lock().expect("lock") = true;
     }
 
     /// When (wall clock, ms) each stream sent its first piece of text, in order.
@@ -139,6 +146,10 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
         return unauthorized();
     }
     shared.requests.lock().expect("lock").push(request.clone());
+    if request.get("stream").and_then(Value::as_bool) == Some(true) && *shared.no_streaming.lock().expect("lock") {
+        let body = json!({"error": {"message": "stream is not supported", "type": "invalid_request_error", "param": "stream", "code": null}});
+        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+    }
     let step = shared.script.lock().expect("lock").pop_front();
     let step = step.unwrap_or_else(|| match shared.responder.lock().expect("lock").as_ref() {
         Some(f) => f(&request),
