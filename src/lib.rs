@@ -126,6 +126,7 @@ pub async fn run(
         parts::turn_limits(&settings),
     );
     let policy = parts::room_policy(&settings);
+    let matrix_for_ping = matrix.clone();
     let rooms = room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy, metrics.clone());
     let inbox = inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone());
     let concurrent = settings.config.appservice.max_concurrent_transactions;
@@ -133,13 +134,24 @@ pub async fn run(
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
 
     // Personas are registered in the background: a homeserver that is still starting must
-    // not keep the appservice from answering its transactions.
+    // not keep the appservice from answering its transactions. Then one ping: a homeserver
+    // that queued transactions while richbot was down (and backs off between retries)
+    // sends them at once.
     let registration = settings.config.appservice.registration.clone();
+    let (pinger, appservice_id) = (matrix_for_ping, settings.registration.id.clone());
     let registrar = tokio::spawn(async move {
         let mut wait = Duration::from_secs(1);
         loop {
             match personas.register_all().await {
-                Ok(()) => break,
+                Ok(()) => {
+                    match pinger.ping(&appservice_id, "richbot-start").await {
+                        Ok(ms) => tracing::debug!(ms, "the homeserver reached richbot; queued transactions follow"),
+                        Err(e) => {
+                            tracing::debug!(error = %e, "start-up ping failed; the homeserver retries on its own")
+                        }
+                    }
+                    break;
+                }
                 Err(personas::Error::Matrix(e)) if e.errcode() == Some("M_UNKNOWN_TOKEN") => tracing::error!(
                     error = %e,
                     registration = %registration.display(),

@@ -147,8 +147,12 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
     let rooms: Vec<(User, String, &str)> =
         vec![(env.alice.clone(), alice_dm, ""), (env.bob.clone(), bob_dm, ""), (env.alice.clone(), group, "Richbot, ")];
     let per_room = 3;
+    // Waiting like an operator would: a ping now and then cuts Synapse's retry back-off
+    // toward an appservice it saw go down (richbot pings once at start, too).
+    let matrix = richbot::matrix::Client::new(&env.synapse.url, &env.synapse.as_token, Default::default());
     let driver = {
         let rooms = rooms.clone();
+        let matrix = matrix.clone();
         tokio::spawn(async move {
             for n in 0..per_room {
                 for (i, (user, room, prefix)) in rooms.iter().enumerate() {
@@ -156,12 +160,18 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
                 }
                 for (i, (user, room, _)) in rooms.iter().enumerate() {
                     let want = format!("Answer to Q{}.", i * 10 + n);
-                    eventually(&want, Duration::from_secs(180), || async {
-                        user.messages_from(room, BOT)
-                            .await
-                            .iter()
-                            .any(|m| m["content"]["body"] == want.as_str())
-                            .then_some(())
+                    let mut polls = 0u32;
+                    eventually(&want, Duration::from_secs(180), || {
+                        polls += 1;
+                        let (matrix, ping) = (&matrix, polls.is_multiple_of(20));
+                        let (user, room, want) = (&user, &room, &want);
+                        async move {
+                            if ping {
+                                let _ = matrix.ping(AS_ID, "fault-test").await;
+                            }
+                            let posted = user.messages_from(room, BOT).await;
+                            posted.iter().any(|m| m["content"]["body"] == want.as_str()).then_some(())
+                        }
                     })
                     .await;
                 }
