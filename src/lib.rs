@@ -64,6 +64,7 @@ pub mod turn;
 pub mod metrics;
 // What a turn uses.
 pub mod tools;
+pub mod budget;
 pub mod agent;
 pub mod outbox;
 // What everything shares: the leaves.

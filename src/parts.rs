@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::config::Settings;
 use crate::personas::{DEFAULT_PROMPT, Persona, Personas};
-use crate::{agent, files, matrix, room, store, turn};
+use crate::{agent, budget, files, matrix, room, store, turn};
 
 /// The service could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -86,14 +86,14 @@ pub fn turn_limits(settings: &Settings) -> turn::Limits {
 }
 
 /// The token budgets of `[limits]`.
-pub fn budget(settings: &Settings) -> turn::Budget {
+pub fn budget(settings: &Settings) -> budget::Budget {
     let l = &settings.config.limits;
     let budgets = store::Budgets {
         per_user: l.tokens_per_user_per_day,
         per_room: l.tokens_per_room_per_day,
         total: l.tokens_per_day,
     };
-    turn::Budget::new(budgets, settings.exempt.clone(), settings.config.llm.max_tokens)
+    budget::Budget::new(budgets, settings.exempt.clone(), settings.config.llm.max_tokens)
 }
 
 /// When the personas answer, and how often: `[bot]`, `[access]` and `[limits]`.

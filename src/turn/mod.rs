@@ -8,7 +8,7 @@
 //!    tools are offered with the rooms the asker may name (`targets::choices`).
 //! 3. The agent loop runs with the persona's typing notice on, within the turn's deadline
 //!    and its bounds (rounds, tool calls per reply); every model call is metered against
-//!    the token budgets (`budget`). Each tool call goes through the
+//!    the token budgets (`crate::budget`). Each tool call goes through the
 //!    [`runner`](runner::Runner): `plan`, the sandbox (`targets`), the write cap,
 //!    rendering, and the outbox, which gives every write a transaction id fixed before
 //!    its first attempt.
@@ -21,7 +21,6 @@
 //! crash anywhere leaves the turn `running`; the room stage resumes it with the same id,
 //! so its writes reuse their transaction ids and nothing is posted twice.
 
-mod budget;
 mod close;
 pub mod context;
 mod live;
@@ -38,6 +37,7 @@ use ruma::{OwnedEventId, OwnedRoomId, OwnedUserId};
 
 use crate::agent::{self, Bounds, Llm, run_loop};
 use crate::blocks::WriterKey;
+use crate::budget::{self, Budget};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::outbox::{Outbox, WriteId};
@@ -45,8 +45,6 @@ use crate::personas::Personas;
 use crate::store::{self, Notice, Store, StoredEvent, TurnRecord, TurnRow};
 use crate::strings;
 use crate::tools::{prompt_line, tool_specs};
-
-pub use budget::Budget;
 
 /// The write number of a notice-only turn's notice: apart from any write the turn made
 /// before it became one (an undelivered answer).
@@ -170,7 +168,7 @@ impl Turns {
         let tools = tool_specs(&choices, self.outbox.interval_ms());
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
-        let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, &scope);
+        let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, (&scope.room, &scope.asker));
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
         let recorded = record::Recorded::load(&metered, &self.store, &shown, turn.id).await?;
         let parts = (&self.store, &self.outbox, &shown);
@@ -192,7 +190,7 @@ impl Turns {
                     (Err(agent::Error::Suspended(why)), _) => return Err(Error::Suspended(why)),
                     (Err(_), Some(budget::Stop::Store(e))) => return Err(e.into()),
                     (Err(_), Some(budget::Stop::Spent(spent))) => {
-                        if self.budget.first_notice(&self.store, &scope, spent).await? {
+                        if self.budget.first_notice(&self.store, (&scope.room, &scope.asker), spent).await? {
                             close.tell(next, &notices::budget_spent(spent, self.budget.limit(spent.kind))).await?;
                         }
                         (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())

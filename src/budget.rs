@@ -1,5 +1,6 @@
 //! Token budgets: per asker, per room and for the deployment, over a rolling day, kept in
-//! the store so a restart resets nothing. [`Metered`] wraps the LLM for one turn: before
+//! the store so a restart resets nothing. A service of its own, apart from the turn that
+//! uses it: `!usage` reads it too. [`Metered`] wraps the LLM for one turn: before
 //! each call it reserves the estimated cost (the prompt's characters / 4, plus
 //! `max_tokens`); a budget without room for it means the call is not made; after the
 //! call the reservation is settled with the usage the API reported (or, where it reported
@@ -10,10 +11,10 @@ use std::sync::Mutex;
 use regex::Regex;
 use ruma::UserId;
 
-use super::Scope;
 use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
 use crate::clock::now_ms;
 use crate::store::{self, BudgetKind, Budgets, DayUse, Spent, Store};
+use ruma::RoomId;
 
 /// The budgets and who is exempt from the per-user one.
 #[derive(Debug)]
@@ -45,10 +46,15 @@ impl Budget {
 
     /// Whether this spent budget still needs telling: the first time, then not until it
     /// refills (kept in the store, so a restart does not repeat it).
-    pub async fn first_notice(&self, store: &Store, scope: &Scope, spent: Spent) -> Result<bool, store::Error> {
+    pub async fn first_notice(
+        &self,
+        store: &Store,
+        (room, asker): (&RoomId, &UserId),
+        spent: Spent,
+    ) -> Result<bool, store::Error> {
         let key = match spent.kind {
-            BudgetKind::User => format!("user {}", scope.asker),
-            BudgetKind::Room => format!("room {}", scope.room),
+            BudgetKind::User => format!("user {asker}"),
+            BudgetKind::Room => format!("room {room}"),
             BudgetKind::Deployment => "deployment".to_owned(),
         };
         store.budget_notice_due(&key, spent.refills_at, now_ms()).await
@@ -67,7 +73,8 @@ pub struct Metered<'a, L> {
     pub llm: &'a L,
     pub store: &'a Store,
     pub budget: &'a Budget,
-    pub scope: &'a Scope,
+    pub room: &'a RoomId,
+    pub asker: &'a UserId,
     /// Why the last call was not made, if it was not.
     stopped: Mutex<Option<Stop>>,
 }
@@ -80,8 +87,8 @@ pub enum Stop {
 }
 
 impl<'a, L> Metered<'a, L> {
-    pub fn new(llm: &'a L, store: &'a Store, budget: &'a Budget, scope: &'a Scope) -> Self {
-        Self { llm, store, budget, scope, stopped: Mutex::new(None) }
+    pub fn new(llm: &'a L, store: &'a Store, budget: &'a Budget, (room, asker): (&'a RoomId, &'a UserId)) -> Self {
+        Self { llm, store, budget, room, asker, stopped: Mutex::new(None) }
     }
 
     /// Why the loop's last call was refused, if it was.
@@ -117,9 +124,8 @@ fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
 impl<L: Complete + Sync> Complete for Metered<'_, L> {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
         let estimate = (request_chars(messages, tools) / 4) as u64 + u64::from(self.budget.max_tokens);
-        let budgets = self.budget.for_asker(&self.scope.asker);
-        let reserved =
-            self.store.reserve_tokens(&self.scope.asker, &self.scope.room, estimate, budgets, now_ms()).await;
+        let budgets = self.budget.for_asker(self.asker);
+        let reserved = self.store.reserve_tokens(self.asker, self.room, estimate, budgets, now_ms()).await;
         let id = match reserved {
             Ok(Ok(id)) => id,
             Ok(Err(spent)) => return Err(self.stop(Stop::Spent(spent))),
