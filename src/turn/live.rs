@@ -51,8 +51,6 @@ pub(super) struct Live<'a> {
     turn: i64,
     interval: Duration,
     shown: Mutex<Shown>,
-    /// The replies whose text went out (live or whole), to not post it again.
-    pub posted: Mutex<Vec<u32>>,
     /// The last reply's finished message and text, for a note while its tools run.
     finished: Mutex<Option<(u32, OwnedEventId, String)>>,
     /// Notes shown so far (their writes are numbered by it).
@@ -89,7 +87,6 @@ impl<'a> Live<'a> {
             turn,
             interval,
             shown: Mutex::new(Shown::default()),
-            posted: Mutex::new(Vec::new()),
             finished: Mutex::new(None),
             notes: std::sync::atomic::AtomicI64::new(0),
         }
@@ -195,7 +192,6 @@ impl<'a> Live<'a> {
             let content = render::text(part, thread).map_err(render_err)?;
             self.outbox.send(&self.write(reply, PARTS + i as i64), &content, thread).await.map_err(later)?;
         }
-        self.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(reply);
         if parts.len() == 1 {
             *self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                 Some((reply, message, parts[0].to_owned()));

@@ -11,24 +11,7 @@ use crate::support::{BOT, Env, eventually};
 use serde_json::json;
 
 async fn spawn_serve(env: &Env) -> tokio::process::Child {
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
-        .arg("serve")
-        .arg("--config")
-        .arg(&env.config_path)
-        .env("RUST_LOG", "richbot=debug,info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn richbot serve");
-    let url = format!("http://{}/health", env.bot_addr);
-    eventually("richbot serve answers /health", Duration::from_secs(20), || {
-        let url = url.clone();
-        async move { reqwest::get(&url).await.ok().filter(|r| r.status().is_success()).map(|_| ()) }
-    })
-    .await;
-    child
+    crate::support::serve_binary(&env.config_path, Stdio::inherit(), &format!("http://{}/health", env.bot_addr)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -108,20 +108,8 @@ async fn spawn_serve(env: &Env) -> tokio::process::Child {
     // The log of every run, kept beside the config for a failure to be read.
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(env.dir.path().join("serve.log")).expect("log file");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
-        .args(["serve", "--config", env.config_path.to_str().expect("utf8")])
-        .env("RUST_LOG", "richbot=debug,info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("serve");
-    let url = format!("http://{}/health", env.bot_addr);
-    eventually("serve answers", Duration::from_secs(20), || async {
-        reqwest::get(&url).await.ok().filter(|r| r.status().is_success())
-    })
-    .await;
+    let health = format!("http://{}/health", env.bot_addr);
+    let child = crate::support::serve_binary(&env.config_path, Stdio::from(log), &health).await;
     // A ping makes Synapse retry what it queued while richbot was down, at once.
     let matrix = richbot::matrix::Client::new(&env.synapse.url, &env.synapse.as_token, Default::default());
     let _ = matrix.ping(AS_ID, "after-restart").await;

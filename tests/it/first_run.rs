@@ -153,15 +153,8 @@ async fn init_then_serve_answers_a_dm_with_only_the_llm_section_edited() {
     let (code, out) = check(&config);
     assert_eq!(code, Some(0), "{out}");
 
-    let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
-        .args(["serve", "--config", config.to_str().expect("utf8")])
-        .current_dir(d.dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("serve");
+    let health = format!("http://{listen}/health");
+    let mut serve = crate::support::serve_binary(&config, Stdio::null(), &health).await;
     d.llm.respond_with(|_| crate::support::llm::text("Hello from a fresh install."));
     let alice = User::register(&d.synapse.url, "alice").await;
     let dm = alice.create_room(&["@richbot:localhost"], true).await;
@@ -292,19 +285,8 @@ async fn a_second_serve_on_one_database_exits_naming_the_first_and_refused_token
         offline_registration(folder, port);
         offline_config(folder, port, &format!("[database]\nurl = \"sqlite://{}\"\n", db.display()));
     }
-    let mut first = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
-        .args(["serve", "--config", a.join("richbot.toml").to_str().expect("utf8")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("first serve");
     let health = format!("http://127.0.0.1:{port_a}/health");
-    eventually("the first serve answers", Duration::from_secs(20), || async {
-        reqwest::get(&health).await.ok().filter(|r| r.status().is_success())
-    })
-    .await;
+    let mut first = crate::support::serve_binary(&a.join("richbot.toml"), Stdio::piped(), &health).await;
     let second = richbot(&["serve", "--config", b.join("richbot.toml").to_str().expect("utf8")], dir.path());
     assert_eq!(second.status.code(), Some(1));
     let err = String::from_utf8_lossy(&second.stderr);
@@ -376,19 +358,8 @@ async fn transactions_are_bounded_and_a_flood_of_malformed_events_is_one_log_lin
     let text = std::fs::read_to_string(&config).expect("read");
     let text = text.replace("listen = ", "max_concurrent_transactions = 1\nlisten = ");
     std::fs::write(&config, text).expect("write");
-    let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
-        .args(["serve", "--config", config.to_str().expect("utf8")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("serve");
     let base = format!("http://127.0.0.1:{port}");
-    eventually("serve answers", Duration::from_secs(20), || async {
-        reqwest::get(format!("{base}/health")).await.ok().filter(|r| r.status().is_success())
-    })
-    .await;
+    let mut serve = crate::support::serve_binary(&config, Stdio::piped(), &format!("{base}/health")).await;
     let client = reqwest::Client::new();
     let put = |txn: String, n: usize| {
         let events: Vec<serde_json::Value> = (0..n).map(|i| serde_json::json!({"not": "an event", "i": i})).collect();

@@ -334,6 +334,28 @@ impl Env {
     }
 }
 
+/// The real `richbot serve` on `config`, its stderr going to `stderr`, answering
+/// `GET {health}` (`http://addr/health`) before this returns.
+pub async fn serve_binary(
+    config: &std::path::Path,
+    stderr: std::process::Stdio,
+    health: &str,
+) -> tokio::process::Child {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(["serve", "--config", config.to_str().expect("utf8")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn richbot serve");
+    eventually("richbot serve answers /health", Duration::from_secs(20), || async {
+        reqwest::get(health).await.ok().filter(|r| r.status().is_success()).map(|_| ())
+    })
+    .await;
+    child
+}
+
 /// A room id the tests got as text (from the homeserver's JSON), as the store takes it.
 pub fn room_id(room: &str) -> ruma::OwnedRoomId {
     ruma::OwnedRoomId::try_from(room).expect("a valid room id")
