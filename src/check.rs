@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 
 use crate::config::Settings;
 use crate::matrix;
@@ -96,7 +95,13 @@ async fn ping(settings: &Settings, parts: &Parts) -> Result<String, String> {
     // Serve the appservice routes ourselves if nothing else is listening.
     let local = match TcpListener::bind(settings.listen).await {
         Ok(listener) => {
-            let inbox = inbox::Inbox::new(parts.store.clone(), Arc::new(Notify::new()), Arc::default());
+            let queue = parts.room_queue().await.map_err(|e| e.to_string())?;
+            let inbox = inbox::Inbox::new(
+                parts.store.clone(),
+                queue,
+                (parts.personas.clone(), crate::parts::room_policy(settings)),
+                Arc::default(),
+            );
             let state = appservice::AppState::new(&settings.registration.hs_token, inbox, parts.personas.clone());
             let app = appservice::router(state, settings.config.appservice.max_body_bytes);
             Some(tokio::spawn(async move { axum::serve(listener, app).await }))

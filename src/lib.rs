@@ -67,6 +67,7 @@ pub mod tools;
 pub mod budget;
 pub mod agent;
 pub mod outbox;
+pub mod queue;
 // What everything shares: the leaves.
 pub mod personas;
 pub mod render;
@@ -83,7 +84,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 
 use crate::config::Settings;
 use crate::parts::Parts;
@@ -101,7 +101,10 @@ pub async fn run(
         Some(db) => Some(files::lock(&db.with_extension("lock")).map_err(Error::Locked)?),
         None => None,
     };
-    let Parts { store, matrix, personas, llm } = Parts::build(&settings).await?;
+    let parts = Parts::build(&settings).await?;
+    let queue = parts.room_queue().await?;
+    let Parts { store, matrix, personas, llm } = parts;
+    let store = store.caching_members();
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         listen = %settings.listen,
@@ -112,7 +115,6 @@ pub async fn run(
         model = %settings.config.llm.model,
         "richbot starting"
     );
-    let wake = Arc::new(Notify::new());
     let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
     let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
@@ -128,8 +130,9 @@ pub async fn run(
     );
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
-    let rooms = room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy, metrics.clone());
-    let inbox = inbox::Inbox::new(store.clone(), wake.clone(), metrics.clone());
+    let rooms =
+        room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy.clone(), metrics.clone());
+    let inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone());
     let concurrent = settings.config.appservice.max_concurrent_transactions;
     let state = appservice::AppState::with_limit(&settings.registration.hs_token, inbox, personas.clone(), concurrent);
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
@@ -174,13 +177,15 @@ pub async fn run(
         }
         None => None,
     };
-    let scheduler = tokio::spawn(rooms.run(wake, bot.max_parallel_rooms));
+    let scheduler = tokio::spawn(rooms.run(queue, bot.max_parallel_rooms));
+    let checkpoints = tokio::spawn(store.clone().checkpoints(Duration::from_secs(1)));
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "richbot listening");
     }
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     scheduler.abort();
     registrar.abort();
+    checkpoints.abort();
     if let Some(m) = metrics_server {
         m.abort();
     }

@@ -17,6 +17,7 @@ pub struct Metrics {
     pub events_malformed: AtomicU64,
     /// Questions not answered because they arrived too late (an outage).
     pub events_stale: AtomicU64,
+    pub events_settled: AtomicU64,
     pub llm_requests: AtomicU64,
     pub llm_failures: AtomicU64,
     pub prompt_tokens: AtomicU64,
@@ -58,12 +59,17 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 10] = [
+        let counters: [(&str, &str, &AtomicU64); 11] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
             ("richbot_events_malformed_total", "Events skipped as malformed.", &self.events_malformed),
             ("richbot_events_stale_total", "Questions that arrived too late to answer.", &self.events_stale),
+            (
+                "richbot_events_settled_total",
+                "Events settled at the door: in rooms no persona is in, nothing to handle.",
+                &self.events_settled,
+            ),
             ("richbot_llm_requests_total", "Chat completions requested.", &self.llm_requests),
             ("richbot_llm_failures_total", "Chat completions that failed for good.", &self.llm_failures),
             ("richbot_llm_prompt_tokens_total", "Prompt tokens reported by the LLM.", &self.prompt_tokens),

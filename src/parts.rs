@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::config::Settings;
 use crate::personas::{DEFAULT_PROMPT, Persona, Personas};
-use crate::{agent, budget, files, matrix, room, store, turn};
+use crate::{agent, budget, files, matrix, queue, room, store, turn};
 
 /// The service could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +44,18 @@ impl Parts {
             settings.llm_timeout(),
             settings.config.llm.max_tokens,
         )
-        .with_streaming(settings.config.llm.stream);
+        .with_streaming(settings.config.llm.stream)
+        .with_concurrency(settings.config.llm.max_concurrent_requests);
         Ok(Self { store, matrix, personas, llm })
+    }
+
+    /// The room queue as the store left it: the rooms a persona has a membership in are
+    /// watched, and those with events waiting (a stop, a crash) are queued.
+    pub async fn room_queue(&self) -> Result<std::sync::Arc<queue::RoomQueue>, Error> {
+        let ids: Vec<_> = self.personas.all().iter().map(|p| p.user_id.clone()).collect();
+        let watched = self.store.rooms_of(&ids).await?;
+        let pending = self.store.rooms_with_pending().await?;
+        Ok(std::sync::Arc::new(queue::RoomQueue::new(watched, pending)))
     }
 }
 

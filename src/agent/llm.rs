@@ -71,6 +71,8 @@ impl Probe {
 pub const ATTEMPTS: u32 = 4;
 /// Most time a call may spend waiting between its attempts.
 pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+/// Calls in flight at once unless configured (`llm.max_concurrent_requests`).
+pub const DEFAULT_CONCURRENCY: usize = 1024;
 
 /// The chat client. `Debug` leaves the key out.
 #[derive(Clone)]
@@ -86,6 +88,8 @@ pub struct Llm {
     /// Whether to ask for streamed answers: configured, and turned off for good when the
     /// endpoint refuses a streamed request.
     stream: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Calls in flight at once (`llm.max_concurrent_requests`), shared by every clone.
+    calls: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -112,7 +116,14 @@ impl Llm {
             max_tokens,
             call_limit: timeout.saturating_mul(ATTEMPTS) + MAX_RETRY_WAIT.min(timeout),
             stream: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
         }
+    }
+
+    /// At most `n` calls in flight at once; the others wait their turn, in order.
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.calls = std::sync::Arc::new(tokio::sync::Semaphore::new(n.max(1)));
+        self
     }
 
     /// Asks for streamed answers (`llm.stream`), until the endpoint refuses one.
@@ -178,6 +189,7 @@ impl Complete for Llm {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
         use std::sync::atomic::Ordering;
         live.send_replace(String::new());
+        let _slot = self.calls.acquire().await.map_err(|_| Error::Api("the LLM client is closed".to_owned()))?;
         if !self.stream.load(Ordering::Relaxed) {
             return self.whole(messages, tools).await;
         }

@@ -81,6 +81,10 @@ pub struct Llm {
     /// without streaming from then on).
     #[serde(default = "default_true")]
     pub stream: bool,
+    /// Chat completions in flight at once, across all rooms (LLM calls are I/O: this, not
+    /// `bot.max_parallel_rooms`, is what keeps a provider's concurrency limit).
+    #[serde(default = "default_llm_concurrency")]
+    pub max_concurrent_requests: usize,
 }
 
 impl std::fmt::Debug for Llm {
@@ -194,7 +198,10 @@ fn default_max_tokens() -> u32 {
     2048
 }
 fn default_parallel() -> usize {
-    8
+    1024
+}
+fn default_llm_concurrency() -> usize {
+    1024
 }
 fn default_staleness() -> u64 {
     300

@@ -50,6 +50,9 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if config.bot.max_parallel_rooms == 0 {
         problems.push("bot.max_parallel_rooms: must be at least 1".to_owned());
     }
+    if config.llm.max_concurrent_requests == 0 {
+        problems.push("llm.max_concurrent_requests: must be at least 1".to_owned());
+    }
     if let Some(addr) = &config.metrics.listen
         && addr.parse::<SocketAddr>().is_err()
     {

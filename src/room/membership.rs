@@ -82,10 +82,10 @@ impl Membership {
         if matches!(membership, "leave" | "ban") {
             let joined = self.store.joined_members(room).await?;
             if !joined.is_empty() && joined.iter().all(|u| self.personas.get(u).is_some()) {
-                for user in joined {
+                for user in joined.iter() {
                     tracing::info!(%room, %user, "leaving: only personas are left in the room");
-                    self.matrix.leave(room, &user).await?;
-                    self.store.set_membership(room, &user, "leave").await?;
+                    self.matrix.leave(room, user).await?;
+                    self.store.set_membership(room, user, "leave").await?;
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! The room stage: what happens to a room's events once they are in the inbox.
 //!
-//! - `scheduler`: rooms with pending events, served round-robin (the least recently
-//!   served first), in parallel up to a cap; a room gets one turn, then waits its turn.
+//! - `scheduler`: rooms with pending events (queued by the inbox), served round-robin, in
+//!   parallel up to a cap; a room gets one turn, then waits its turn.
 //! - `worker`: one step in one room, in arrival order: resumes a turn a crash cut short,
 //!   applies member events, triages messages and reactions, and hands the first asker's
 //!   batch to the turn stage.
@@ -24,12 +24,11 @@ mod worker;
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
-
 use crate::matrix;
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
 use crate::personas::{self, Personas};
+use crate::queue::RoomQueue;
 use crate::store::{self, Store};
 use crate::turn::Turns;
 
@@ -74,9 +73,9 @@ impl Deps {
         Self { worker: Arc::new(worker::Worker::new(store, parts, turns, limiter, metrics)) }
     }
 
-    /// Runs the scheduler until the task is dropped: woken by `wake`, at most `cap` rooms
-    /// at once.
-    pub async fn run(self, wake: Arc<Notify>, cap: usize) {
-        scheduler::run(self.worker, wake, cap).await;
+    /// Runs the scheduler until the task is dropped: takes rooms from `queue`, at most
+    /// `cap` at once.
+    pub async fn run(self, queue: Arc<RoomQueue>, cap: usize) {
+        scheduler::run(self.worker, queue, cap).await;
     }
 }

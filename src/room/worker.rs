@@ -45,6 +45,9 @@ pub struct Worker {
     metrics: Arc<Metrics>,
     /// Rooms told "I was away" since their last answered question.
     told_away: Mutex<HashSet<OwnedRoomId>>,
+    /// Rooms that may hold a turn cut short (those of `running` turns at start, and rooms
+    /// whose step failed): only these are asked for one, not every room on every step.
+    unsettled: Mutex<HashSet<OwnedRoomId>>,
 }
 
 /// An event that starts a turn, with its persona and reason.
@@ -58,21 +61,37 @@ impl Worker {
         limiter: Limiter,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { store, triage, membership, commands, turns, limiter, metrics, told_away: Mutex::new(HashSet::new()) }
+        let (told_away, unsettled) = (Mutex::default(), Mutex::default());
+        Self { store, triage, membership, commands, turns, limiter, metrics, told_away, unsettled }
     }
 
-    /// Rooms with pending events, oldest first (for the scheduler).
-    pub async fn rooms_with_pending(&self) -> Result<Vec<OwnedRoomId>, Error> {
-        Ok(self.store.rooms_with_pending().await?)
+    /// Reads which rooms hold turns a stop cut short (once, before the first step).
+    pub async fn load_unsettled(&self) -> Result<(), Error> {
+        let rooms = self.store.rooms_with_running_turns().await?;
+        lock(&self.unsettled).extend(rooms);
+        Ok(())
     }
 
-    /// Does the next turn's worth of work in `room` (see the module docs).
-    pub async fn step(&self, room: &RoomId) -> Result<(), Error> {
-        if let Some((turn, events)) = self.store.unfinished_turn(room).await? {
-            tracing::info!(turn = turn.id, %room, "resuming a turn cut short");
-            let presses = self.presses_of(&turn, &events).await?;
-            self.turns.run(&turn, &events, &presses).await?;
-            return Ok(());
+    /// A step in `room` failed: it may have left a turn running.
+    pub fn unsettle(&self, room: &RoomId) {
+        lock(&self.unsettled).insert(room.to_owned());
+    }
+
+    /// Does the next turn's worth of work in `room` (see the module docs). Returns whether
+    /// events were left for a later step.
+    pub async fn step(&self, room: &RoomId) -> Result<bool, Error> {
+        if lock(&self.unsettled).contains(room) {
+            match self.store.unfinished_turn(room).await? {
+                Some((turn, events)) => {
+                    tracing::info!(turn = turn.id, %room, "resuming a turn cut short");
+                    let presses = self.presses_of(&turn, &events).await?;
+                    self.turns.run(&turn, &events, &presses).await?;
+                    return Ok(true);
+                }
+                None => {
+                    lock(&self.unsettled).remove(room);
+                }
+            }
         }
         let events = self.store.pending_events(room).await?;
         let mut quiet = Vec::new();
@@ -108,18 +127,18 @@ impl Worker {
         if let Some(&(last, persona)) = stale.last() {
             Metrics::add(&self.metrics.events_stale, stale.len() as u64);
             let stale_events: Vec<StoredEvent> = stale.iter().map(|(e, _)| (*e).clone()).collect();
-            let first =
-                self.told_away.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(room.to_owned());
+            let first = lock(&self.told_away).insert(room.to_owned());
             if first {
                 let who = (room, &*persona.user_id, &*last.sender);
                 self.turns.notice(who, &stale_events, strings::AWAY.to_owned(), Outcome::Away).await?;
             } else {
                 self.store.mark_processed(&stale_events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
             }
-            return Ok(());
+            return Ok(!started.is_empty());
         }
-        let Some(batch) = first_batch(&started) else { return Ok(()) };
-        self.told_away.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(room);
+        let Some(batch) = first_batch(&started) else { return Ok(false) };
+        let more = started.len() > batch.len();
+        lock(&self.told_away).remove(room);
         let (first, persona, trigger) = batch[0];
         let asker = &*first.sender;
         let events: Vec<StoredEvent> = batch.iter().map(|(e, _, _)| (*e).clone()).collect();
@@ -149,7 +168,7 @@ impl Worker {
                 self.turns.run(&turn, &events, &presses).await?;
             }
         }
-        Ok(())
+        Ok(more)
     }
 
     /// A member event, applied. One the homeserver refuses for good is logged and done,
@@ -178,6 +197,10 @@ impl Worker {
         }
         Ok(out)
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn press(trigger: &Trigger) -> Option<Press> {

@@ -19,6 +19,9 @@ pub struct NewEvent {
     pub origin_ts: i64,
     /// The whole event JSON, as received.
     pub event: String,
+    /// Settled at the door: an event that can start nothing and change nothing richbot
+    /// keeps (see `inbox`), stored as history only.
+    pub processed: bool,
 }
 
 /// A stored event.
@@ -69,31 +72,62 @@ impl StoredEvent {
     }
 }
 
+/// Events per `INSERT` statement (9 parameters each, well under SQLite's limit).
+const ROWS_PER_INSERT: usize = 100;
+
+/// The `INSERT` of `n` events, built once per `n`.
+fn insert_sql(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| {
+        (0..=ROWS_PER_INSERT)
+            .map(|n| {
+                let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; n].join(", ");
+                format!(
+                    "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at, processed)
+                     VALUES {rows} ON CONFLICT (event_id) DO NOTHING"
+                )
+            })
+            .collect()
+    });
+    &all[n]
+}
+
+/// One multi-row `INSERT` of `events` (at most [`ROWS_PER_INSERT`]).
+fn insert(events: &[NewEvent], now: i64) -> sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'_>> {
+    let mut q = sqlx::query(insert_sql(events.len()));
+    for e in events {
+        q = q
+            .bind(e.event_id.as_str())
+            .bind(e.room_id.as_str())
+            .bind(e.sender.as_str())
+            .bind(e.event_type.as_str())
+            .bind(e.state_key.as_deref())
+            .bind(e.origin_ts)
+            .bind(e.event.as_str())
+            .bind(now)
+            .bind(i64::from(e.processed));
+    }
+    q
+}
+
 pub(super) const COLUMNS: &str =
     "seq, event_id, room_id, sender, event_type, state_key, origin_ts, received_at, event, processed";
 
 impl Store {
     /// Stores events in one transaction; an event id seen before is skipped. Returns how
-    /// many were new.
+    /// many were new. One multi-row statement per [`ROWS_PER_INSERT`] events.
     pub async fn insert_events(&self, events: &[NewEvent], now: i64) -> Result<u64> {
-        let mut tx = self.pool.begin().await?;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        if events.len() <= ROWS_PER_INSERT {
+            // One statement is one transaction already.
+            return Ok(insert(events, now).execute(&self.writer).await?.rows_affected());
+        }
+        let mut tx = self.writer.begin().await?;
         let mut inserted = 0;
-        for e in events {
-            inserted += sqlx::query(
-                "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
-            )
-            .bind(e.event_id.as_str())
-            .bind(e.room_id.as_str())
-            .bind(e.sender.as_str())
-            .bind(&e.event_type)
-            .bind(&e.state_key)
-            .bind(e.origin_ts)
-            .bind(&e.event)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        for chunk in events.chunks(ROWS_PER_INSERT) {
+            inserted += insert(chunk, now).execute(&mut *tx).await?.rows_affected();
         }
         tx.commit().await?;
         Ok(inserted)
@@ -109,6 +143,15 @@ impl Store {
         rows.iter().map(|r| id(r, "room_id")).collect()
     }
 
+    /// Whether a room has events not yet handled.
+    pub async fn has_pending(&self, room_id: &RoomId) -> Result<bool> {
+        let row = sqlx::query("SELECT 1 FROM events WHERE processed = 0 AND room_id = ? LIMIT 1")
+            .bind(room_id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
+    }
+
     /// A room's unhandled events not claimed by a turn, in arrival order.
     pub async fn pending_events(&self, room_id: &RoomId) -> Result<Vec<StoredEvent>> {
         let sql = format!(
@@ -118,13 +161,16 @@ impl Store {
         rows.iter().map(StoredEvent::from_row).collect()
     }
 
-    /// Marks events handled (those that started no turn).
+    /// Marks events handled (those that started no turn), in one statement.
     pub async fn mark_processed(&self, seqs: &[i64]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        for seq in seqs {
-            sqlx::query("UPDATE events SET processed = 1 WHERE seq = ?").bind(seq).execute(&mut *tx).await?;
+        if seqs.is_empty() {
+            return Ok(());
         }
-        tx.commit().await?;
+        let list = serde_json::to_string(seqs)?;
+        sqlx::query("UPDATE events SET processed = 1 WHERE seq IN (SELECT value FROM json_each(?))")
+            .bind(list)
+            .execute(&self.writer)
+            .await?;
         Ok(())
     }
 
@@ -184,7 +230,7 @@ impl Store {
     /// Scrubs a redacted event's content, and that of its edits, from the stored events
     /// and from our sent messages (the database runs with `secure_delete`).
     pub async fn redact(&self, room_id: &RoomId, event_id: &EventId) -> Result<u64> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let scrubbed = sqlx::query(
             "UPDATE events SET event = json_set(event, '$.content', json('{}'))
              WHERE room_id = ?1 AND (event_id = ?2
@@ -204,7 +250,7 @@ impl Store {
         tx.commit().await?;
         // The WAL still holds the pages as they were: fold it into the database (whose freed
         // content secure_delete zeroes) and truncate it, so the text is gone from disk.
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await?;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.writer).await?;
         Ok(scrubbed)
     }
 }

@@ -12,7 +12,7 @@ impl Store {
         let candidate = Alphanumeric.sample_string(&mut rand::rng(), 10);
         sqlx::query("INSERT INTO meta (key, value) VALUES ('instance_id', ?) ON CONFLICT (key) DO NOTHING")
             .bind(&candidate)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         let row = sqlx::query("SELECT value FROM meta WHERE key = 'instance_id'").fetch_one(&self.pool).await?;
         Ok(row.try_get("value")?)
@@ -32,7 +32,7 @@ impl Store {
         sqlx::query("INSERT INTO personas (user_id, registered_at) VALUES (?, ?) ON CONFLICT (user_id) DO NOTHING")
             .bind(user_id.as_str())
             .bind(now)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }

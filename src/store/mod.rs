@@ -5,13 +5,17 @@
 //! once, when it enters (the inbox, a homeserver answer), and a stored id that no longer
 //! parses is reported as corruption instead of travelling on as a string.
 //!
-//! SQLite runs in WAL mode. With `synchronous = FULL` (the default) a committed transaction
-//! survives power loss, which is what "answer 200 only after the events are committed"
-//! promises; `NORMAL` (`database.synchronous = "normal"`) survives a crash of richbot but
-//! may lose the last transactions to power loss. `secure_delete` overwrites deleted
-//! content (redactions) instead of leaving it in free pages. The database and its WAL
-//! files are owner-only (0600): they hold every message richbot has seen.
+//! SQLite runs in WAL mode with one writer connection (`writer`) and a pool of readers
+//! (`pool`): writes queue in order for the one connection instead of polling SQLite's busy
+//! lock, and readers never wait for a writer. A commit survives a crash of richbot; with
+//! `database.synchronous = "full"` (the default) [`Store::sync`] flushes the WAL at the
+//! points where richbot promises more (the 200 for a transaction, a message sent), shared
+//! by everyone waiting (`durable.rs`); with `"normal"` those flushes are skipped and the
+//! last transactions may be lost to power loss. `secure_delete` overwrites deleted content
+//! (redactions) instead of leaving it in free pages. The database and its WAL files are
+//! owner-only (0600): they hold every message richbot has seen.
 
+mod durable;
 mod events;
 mod meta;
 mod outbox;
@@ -22,6 +26,7 @@ mod turns;
 mod usage;
 
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::Row;
@@ -59,7 +64,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// A handle on the database; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
+    /// Readers.
     pool: SqlitePool,
+    /// The one writer connection: every statement that writes runs here.
+    writer: SqlitePool,
+    durable: Arc<durable::Durable>,
+    /// Joined members per room, read once from `room_members` and dropped when they change
+    /// (triage asks for them on every message); only in the process that owns the database
+    /// (`caching_members`), since another process's changes would not drop them.
+    members: Option<Arc<Mutex<rooms::Members>>>,
 }
 
 impl Store {
@@ -78,12 +91,26 @@ impl Store {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(if full { SqliteSynchronous::Full } else { SqliteSynchronous::Normal })
+            .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .pragma("secure_delete", "ON")
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
-        MIGRATOR.run(&pool).await?;
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .test_before_acquire(false)
+            // Kept for good: `checkpoints` turns its automatic checkpoints off.
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options.clone())
+            .await?;
+        MIGRATOR.run(&writer).await?;
+        // An in-memory database is one per connection: there, the writer reads too.
+        let pool = match &file {
+            Some(_) => {
+                SqlitePoolOptions::new().max_connections(8).test_before_acquire(false).connect_with(options).await?
+            }
+            None => writer.clone(),
+        };
         if let Some(path) = &file {
             for suffix in ["", "-wal", "-shm"] {
                 let p = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
@@ -92,18 +119,54 @@ impl Store {
                 }
             }
         }
-        Ok(Self { pool })
+        let durable = Arc::new(durable::Durable::new(file.filter(|_| full)));
+        Ok(Self { pool, writer, durable, members: None })
+    }
+
+    /// This handle's process is the only one writing the database (`serve`, holding its
+    /// lock): joined members may be kept in memory.
+    #[must_use]
+    pub fn caching_members(mut self) -> Self {
+        self.members = Some(Arc::default());
+        self
+    }
+
+    /// Copies the WAL into the database every `every`, on a reader connection, instead of
+    /// on the writer at the commit that fills it: a transaction's commit (and its 200)
+    /// never waits for a checkpoint. Runs until its task is dropped (`serve` runs it).
+    pub async fn checkpoints(self, every: Duration) {
+        if let Err(e) = sqlx::query("PRAGMA wal_autocheckpoint = 0").execute(&self.writer).await {
+            tracing::warn!(error = %e, "could not move checkpoints off the writer; it keeps making them");
+            return;
+        }
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&self.pool).await {
+                tracing::warn!(error = %e, "checkpoint failed; trying again later");
+            }
+        }
+    }
+
+    /// Returns once every transaction committed so far is on disk (see `durable.rs`).
+    pub async fn sync(&self) -> Result<()> {
+        self.durable.sync().await
+    }
+
+    /// How many WAL flushes [`Store::sync`] has done (several callers share one).
+    pub fn flushes(&self) -> u64 {
+        self.durable.flushes()
     }
 
     /// Whether the database answers (readiness).
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(&self.writer).await?;
         Ok(())
     }
 
     /// Closes the pool, waiting for connections to finish.
     pub async fn close(&self) {
         self.pool.close().await;
+        self.writer.close().await;
     }
 }
 

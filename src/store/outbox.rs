@@ -57,7 +57,7 @@ impl Store {
         .bind(now)
         .bind(w.kind)
         .bind(w.content_hash)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         let row = sqlx::query(
             "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash FROM outbox
@@ -83,7 +83,7 @@ impl Store {
     pub async fn outbox_attempt(&self, txn_id: &str) -> Result<()> {
         sqlx::query("UPDATE outbox SET attempts = attempts + 1 WHERE txn_id = ?")
             .bind(txn_id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -93,7 +93,7 @@ impl Store {
         sqlx::query("UPDATE outbox SET state = 'sent', event_id = ?, error = NULL WHERE txn_id = ?")
             .bind(event_id.as_str())
             .bind(txn_id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -103,7 +103,7 @@ impl Store {
         sqlx::query("UPDATE outbox SET state = 'failed', error = ? WHERE txn_id = ?")
             .bind(reason)
             .bind(txn_id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }

@@ -1,4 +1,10 @@
 //! `room_members` and `dm_rooms`: what we know of rooms.
+//!
+//! Joined members are read on every message triaged, so `serve` keeps them in memory per
+//! room (`Store::caching_members`), read from the table once and dropped whenever this
+//! file changes them; every change goes through here.
+
+use std::sync::Arc;
 
 use ruma::{OwnedRoomId, OwnedUserId, RoomId, UserId};
 
@@ -7,7 +13,7 @@ use super::{Result, Store, id};
 impl Store {
     /// Replaces a room's membership with the homeserver's list of joined users.
     pub async fn set_joined_members(&self, room_id: &RoomId, joined: &[OwnedUserId]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         sqlx::query("DELETE FROM room_members WHERE room_id = ?").bind(room_id.as_str()).execute(&mut *tx).await?;
         for user in joined {
             sqlx::query("INSERT INTO room_members (room_id, user_id, membership) VALUES (?, ?, 'join')")
@@ -17,6 +23,7 @@ impl Store {
                 .await?;
         }
         tx.commit().await?;
+        self.forget_members(room_id);
         Ok(())
     }
 
@@ -29,19 +36,64 @@ impl Store {
         .bind(room_id.as_str())
         .bind(user_id.as_str())
         .bind(membership)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
+        self.forget_members(room_id);
         Ok(())
     }
 
     /// Users joined to a room, as far as we know.
-    pub async fn joined_members(&self, room_id: &RoomId) -> Result<Vec<OwnedUserId>> {
+    pub async fn joined_members(&self, room_id: &RoomId) -> Result<Arc<[OwnedUserId]>> {
+        let generation = match self.cached_members() {
+            Some(cache) => match cache.rooms.get(room_id) {
+                Some(known) => return Ok(known.clone()),
+                None => Some(cache.generation),
+            },
+            None => None,
+        };
         let rows =
             sqlx::query("SELECT user_id FROM room_members WHERE room_id = ? AND membership = 'join' ORDER BY user_id")
                 .bind(room_id.as_str())
                 .fetch_all(&self.pool)
                 .await?;
-        rows.iter().map(|r| id(r, "user_id")).collect()
+        let joined: Arc<[OwnedUserId]> = rows.iter().map(|r| id(r, "user_id")).collect::<Result<_>>()?;
+        // A change committed while this read ran bumped the generation: then what was
+        // read may be old, and is not kept.
+        if let Some(mut cache) = self.cached_members()
+            && Some(cache.generation) == generation
+        {
+            cache.rooms.insert(room_id.to_owned(), joined.clone());
+        }
+        Ok(joined)
+    }
+
+    /// The joined members of a room if they are in memory (see `caching_members`), without
+    /// a query: for decisions that must not wait.
+    pub fn known_members(&self, room_id: &RoomId) -> Option<Arc<[OwnedUserId]>> {
+        self.cached_members()?.rooms.get(room_id).cloned()
+    }
+
+    /// Rooms where any of `users` has a membership of any kind (for the inbox: rooms whose
+    /// events need a worker).
+    pub async fn rooms_of(&self, users: &[OwnedUserId]) -> Result<Vec<OwnedRoomId>> {
+        let list = serde_json::to_string(users)?;
+        let rows =
+            sqlx::query("SELECT DISTINCT room_id FROM room_members WHERE user_id IN (SELECT value FROM json_each(?))")
+                .bind(list)
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter().map(|r| id(r, "room_id")).collect()
+    }
+
+    fn cached_members(&self) -> Option<std::sync::MutexGuard<'_, Members>> {
+        Some(self.members.as_ref()?.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    fn forget_members(&self, room_id: &RoomId) {
+        if let Some(mut cache) = self.cached_members() {
+            cache.rooms.remove(room_id);
+            cache.generation += 1;
+        }
     }
 
     /// Rooms where both users are joined.
@@ -76,8 +128,15 @@ impl Store {
         .bind(persona.as_str())
         .bind(user_id.as_str())
         .bind(room_id.as_str())
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
+}
+
+/// The joined members known per room, and a count of changes (see `joined_members`).
+#[derive(Debug, Default)]
+pub(super) struct Members {
+    rooms: std::collections::HashMap<OwnedRoomId, Arc<[OwnedUserId]>>,
+    generation: u64,
 }

@@ -49,7 +49,7 @@ impl Store {
         .bind(m.content.to_string())
         .bind(m.sent_at)
         .bind(m.next_edit_at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -108,7 +108,7 @@ impl Store {
         .bind(interval)
         .bind(event_id.as_str())
         .bind(sender.as_str())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.writer)
         .await?;
         row.map(|r| Ok(r.try_get("slot")?)).transpose()
     }
@@ -121,7 +121,7 @@ impl Store {
             .bind(done_at + interval)
             .bind(content.to_string())
             .bind(event_id.as_str())
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -137,7 +137,7 @@ impl Store {
             .bind(sender.as_str())
             .bind(id)
             .bind(event.as_str())
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         }
         Ok(())

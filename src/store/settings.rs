@@ -21,7 +21,7 @@ impl Store {
         )
         .bind(room.as_str())
         .bind(mode)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -43,7 +43,7 @@ impl Store {
         )
         .bind(room.as_str())
         .bind(seq)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }

@@ -49,7 +49,7 @@ impl Store {
         notice: Option<&Notice>,
         now: i64,
     ) -> Result<TurnRow> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let id: i64 = sqlx::query(
             "INSERT INTO turns (room_id, persona, asker, started_at, notice, notice_outcome)
              VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -105,13 +105,20 @@ impl Store {
         Ok(Some((turn, events)))
     }
 
+    /// Rooms with a turn still `running` (a stop cut it short).
+    pub async fn rooms_with_running_turns(&self) -> Result<Vec<OwnedRoomId>> {
+        let rows =
+            sqlx::query("SELECT DISTINCT room_id FROM turns WHERE state = 'running'").fetch_all(&self.pool).await?;
+        rows.iter().map(|r| id(r, "room_id")).collect()
+    }
+
     /// Turns a running turn into one that only posts `notice` (a lost answer, told).
     pub async fn set_turn_notice(&self, id: i64, notice: &Notice) -> Result<()> {
         sqlx::query("UPDATE turns SET notice = ?, notice_outcome = ? WHERE id = ? AND state = 'running'")
             .bind(&notice.text)
             .bind(&notice.outcome)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -122,7 +129,7 @@ impl Store {
             .bind(turn)
             .bind(round)
             .bind(reply)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -138,7 +145,7 @@ impl Store {
 
     /// Finishes a turn and marks its events handled, atomically.
     pub async fn finish_turn(&self, id: i64, record: &TurnRecord, now: i64) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         sqlx::query(
             "UPDATE turns SET state = 'done', finished_at = ?, outcome = ?, rounds = ?, prompt_tokens = ?, completion_tokens = ?
              WHERE id = ?",

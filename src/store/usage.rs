@@ -74,7 +74,7 @@ impl Store {
         .bind(limit(budgets.per_room))
         .bind(limit(budgets.total))
         .bind(since)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.writer)
         .await?;
         if let Some(row) = row {
             return Ok(Ok(row.try_get("id")?));
@@ -120,7 +120,7 @@ impl Store {
         sqlx::query("UPDATE llm_usage SET tokens = ?, settled = 1 WHERE id = ?")
             .bind(limit(tokens))
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -155,7 +155,7 @@ impl Store {
         .bind(key)
         .bind(until)
         .bind(now)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.writer)
         .await?;
         Ok(row.is_some())
     }

@@ -9,6 +9,7 @@ use http_body_util::BodyExt;
 use richbot::appservice::{AppState, router};
 use richbot::inbox::Inbox;
 use richbot::metrics::Metrics;
+use richbot::queue::RoomQueue;
 use richbot::store::Store;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -20,12 +21,16 @@ struct Edge {
     app: axum::Router,
     store: Store,
     metrics: Arc<Metrics>,
+    queue: Arc<RoomQueue>,
     _dir: tempfile::TempDir,
 }
 
 async fn edge() -> Edge {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&format!("sqlite://{}", dir.path().join("edge.db").display())).await.expect("store");
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("edge.db").display()))
+        .await
+        .expect("store")
+        .caching_members();
     let registration = dir.path().join("registration.yaml");
     std::fs::write(
         &registration,
@@ -41,9 +46,11 @@ async fn edge() -> Edge {
     let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as", Default::default());
     let personas = richbot::parts::personas(&settings, matrix, store.clone());
     let metrics = Arc::new(Metrics::default());
-    let inbox = Inbox::new(store.clone(), Arc::new(tokio::sync::Notify::new()), metrics.clone());
+    let queue = Arc::new(RoomQueue::new([], Vec::new()));
+    let policy = richbot::parts::room_policy(&settings);
+    let inbox = Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone());
     let state = AppState::new(TOKEN, inbox, personas);
-    Edge { app: router(state, LIMIT), store, metrics, _dir: dir }
+    Edge { app: router(state, LIMIT), store, metrics, queue, _dir: dir }
 }
 
 async fn send(
@@ -206,4 +213,81 @@ async fn a_repeated_transaction_is_stored_once_and_a_mixed_one_adds_only_the_new
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
     }
+}
+
+/// Triage at the door: events in a room no persona is in are stored as history, already
+/// handled, and queue no worker; a persona's membership makes the room watched, so its
+/// later events wait for a worker; a redaction always goes to one (it scrubs history).
+#[tokio::test]
+async fn events_of_rooms_without_a_persona_are_settled_at_the_door() {
+    let e = edge().await;
+    let room = ruma::room_id!("!r:localhost");
+    let put = |n: u32, events: Vec<Value>| {
+        let app = e.app.clone();
+        async move { send(&app, "PUT", &format!("/_matrix/app/v1/transactions/{n}"), Some(TOKEN), txn(events)).await.0 }
+    };
+    assert_eq!(put(1, vec![event("$a"), event("$b")]).await, StatusCode::OK);
+    assert!(e.queue.is_empty(), "no worker for a room no persona is in");
+    assert!(!e.store.has_pending(room).await.expect("query"));
+    assert_eq!(e.store.room_events(room).await.expect("events").len(), 2, "kept as history");
+
+    let mut redaction = event("$r");
+    redaction["type"] = json!("m.room.redaction");
+    redaction["redacts"] = json!("$a");
+    assert_eq!(put(2, vec![redaction]).await, StatusCode::OK);
+    assert_eq!(e.queue.take(10, |_| true), [room.to_owned()], "a redaction is a worker's job");
+
+    let invite = json!({"event_id": "$i", "room_id": "!r:localhost", "sender": "@alice:localhost",
+        "type": "m.room.member", "state_key": "@richbot:localhost", "origin_server_ts": 1,
+        "content": {"membership": "invite"}});
+    assert_eq!(put(3, vec![invite, event("$c")]).await, StatusCode::OK);
+    assert!(e.queue.watched(room));
+    assert_eq!(e.queue.take(10, |_| true), [room.to_owned()]);
+    let pending: Vec<String> =
+        e.store.pending_events(room).await.expect("pending").iter().map(|e| e.event_id.to_string()).collect();
+    assert_eq!(pending, ["$r", "$i", "$c"], "after the invite, every event waits for a worker");
+    let text = e.metrics.render();
+    assert!(text.lines().any(|l| l == "richbot_events_settled_total 2"), "{text}");
+}
+
+/// In a room a persona is in, chatter that addresses no persona is settled at the door when
+/// the room is idle; a mention, a reply, or anything while the room is active goes to the
+/// room's worker, in order.
+#[tokio::test]
+async fn chatter_in_an_idle_group_room_is_settled_at_the_door_and_a_mention_is_not() {
+    let e = edge().await;
+    let room = ruma::room_id!("!g:localhost");
+    let members: Vec<ruma::OwnedUserId> = ["@richbot:localhost", "@alice:localhost", "@bob:localhost"]
+        .iter()
+        .map(|u| ruma::OwnedUserId::try_from(*u).expect("id"))
+        .collect();
+    e.store.set_joined_members(room, &members).await.expect("members");
+    e.store.joined_members(room).await.expect("members"); // as a worker would: now known
+    e.queue.watch(room);
+    let msg = |id: &str, body: &str| {
+        json!({"event_id": id, "room_id": "!g:localhost", "sender": "@alice:localhost", "type": "m.room.message",
+               "origin_server_ts": 1, "content": {"msgtype": "m.text", "body": body}})
+    };
+    let put = |n: u32, events: Vec<Value>| {
+        let app = e.app.clone();
+        async move { send(&app, "PUT", &format!("/_matrix/app/v1/transactions/{n}"), Some(TOKEN), txn(events)).await.0 }
+    };
+    assert_eq!(put(1, vec![msg("$a", "lunch anyone?"), msg("$b", "richbots are fun")]).await, StatusCode::OK);
+    assert!(e.queue.is_empty() && !e.store.has_pending(room).await.expect("query"), "chatter needs no worker");
+
+    let mut reply = msg("$c", "and tomorrow?");
+    reply["content"]["m.relates_to"] = json!({"m.in_reply_to": {"event_id": "$x"}});
+    assert_eq!(put(2, vec![msg("$m", "Richbot, the weather?"), msg("$d", "lunch?"), reply]).await, StatusCode::OK);
+    let pending: Vec<String> =
+        e.store.pending_events(room).await.expect("pending").iter().map(|e| e.event_id.to_string()).collect();
+    assert_eq!(pending, ["$m", "$d", "$c"], "a mention goes to the worker, and so does what follows it");
+    assert_eq!(e.queue.take(10, |_| true), [room.to_owned()]);
+    // The worker's step ends with nothing left: the room is idle again.
+    e.store
+        .mark_processed(&e.store.pending_events(room).await.expect("p").iter().map(|e| e.seq).collect::<Vec<_>>())
+        .await
+        .expect("mark");
+    e.queue.idle(room);
+    assert_eq!(put(3, vec![msg("$e", "quiet again")]).await, StatusCode::OK);
+    assert!(e.queue.is_empty(), "settled at the door once the room is idle");
 }

@@ -65,6 +65,7 @@ fn message(id: &str, room: &str) -> NewEvent {
         state_key: None,
         origin_ts: 1,
         event: json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": id}}).to_string(),
+        processed: false,
     }
 }
 

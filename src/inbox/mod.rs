@@ -1,25 +1,35 @@
 //! The inbox: the durable hand-off between the HTTP edge and the turns.
 //!
-//! Lifecycle of an event: `accept` commits it (deduplicated by event id) before the
-//! transaction is answered 200 -> the scheduler is woken -> a room worker claims the
-//! room's pending events in arrival order -> they are handled (membership, a turn) and
-//! marked processed in the same transaction that records the outcome. A crash anywhere
-//! after the commit leaves the events pending, and they are handled after restart.
+//! Lifecycle of an event: `accept` commits it (deduplicated by event id) and flushes it to
+//! disk before the transaction is answered 200 -> its room is queued for a worker
+//! (`queue`) -> a room worker claims the room's pending events in arrival order -> they
+//! are handled (membership, a turn) and marked processed. A crash anywhere after the
+//! commit leaves the events pending, and they are handled after restart.
+//!
+//! Triage starts at the door (`door.rs`): an event that can start nothing and change
+//! nothing richbot keeps (in a room no persona is in; chatter that addresses no persona)
+//! is stored already processed (history only), and no worker is queued for it. A busy
+//! homeserver never delays a member's question with work that leads nowhere.
 //!
 //! The event id is the dedup key, not the transaction id: Synapse on SQLite restarts its
 //! transaction ids at 1 when it restarts, so a txn-id ledger would drop new events.
 
 use std::sync::Arc;
 
+use ruma::OwnedRoomId;
 use ruma::events::AnyTimelineEvent;
 use ruma::serde::Raw;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::Notify;
 
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
+use crate::personas::Personas;
+use crate::queue::RoomQueue;
+use crate::room::Policy;
 use crate::store::{self, NewEvent, Store};
+
+mod door;
 
 /// What a transaction brought.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,19 +40,27 @@ pub struct Accepted {
     pub duplicate: u64,
     /// Events too malformed to store (no id, room, sender or type); logged.
     pub malformed: u64,
+    /// Events settled at the door (stored as history, no worker needed).
+    pub settled: u64,
 }
 
-/// Accepts pushed events and wakes the scheduler.
+/// Accepts pushed events and queues their rooms for the workers.
 #[derive(Debug, Clone)]
 pub struct Inbox {
     store: Store,
-    wake: Arc<Notify>,
+    door: door::Door,
     metrics: Arc<Metrics>,
 }
 
 impl Inbox {
-    pub fn new(store: Store, wake: Arc<Notify>, metrics: Arc<Metrics>) -> Self {
-        Self { store, wake, metrics }
+    /// `policy` and the personas decide what is settled at the door; `queue` gets the rest.
+    pub fn new(
+        store: Store,
+        queue: Arc<RoomQueue>,
+        (personas, policy): (Personas, Policy),
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self { door: door::Door { store: store.clone(), queue, personas, policy }, store, metrics }
     }
 
     /// Whether the inbox can take transactions (its database answers): readiness.
@@ -53,7 +71,15 @@ impl Inbox {
     /// Commits a transaction's events; idempotent. Returns once they are durable.
     pub async fn accept(&self, txn_id: &str, events: Vec<Raw<AnyTimelineEvent>>) -> Result<Accepted, store::Error> {
         let total = events.len() as u64;
-        let parsed: Vec<NewEvent> = events.into_iter().filter_map(to_new_event).collect();
+        let mut parsed: Vec<NewEvent> = events.into_iter().filter_map(to_new_event).collect();
+        let mut rooms: Vec<OwnedRoomId> = Vec::new();
+        for event in &mut parsed {
+            event.processed = !self.door.needs_worker(event);
+            if !event.processed && !rooms.contains(&event.room_id) {
+                rooms.push(event.room_id.clone());
+            }
+        }
+        let settled = parsed.iter().filter(|e| e.processed).count() as u64;
         let malformed = total - parsed.len() as u64;
         if malformed > 0 {
             // One line per transaction, whatever it holds: a flood of bad events is one line.
@@ -65,15 +91,16 @@ impl Inbox {
             );
         }
         let new = self.store.insert_events(&parsed, now_ms()).await?;
-        let accepted = Accepted { new, duplicate: parsed.len() as u64 - new, malformed };
+        self.store.sync().await?;
+        let accepted = Accepted { new, duplicate: parsed.len() as u64 - new, malformed, settled };
         tracing::debug!(txn_id, ?accepted, "transaction stored");
         Metrics::inc(&self.metrics.transactions);
         Metrics::add(&self.metrics.events_new, accepted.new);
         Metrics::add(&self.metrics.events_duplicate, accepted.duplicate);
         Metrics::add(&self.metrics.events_malformed, accepted.malformed);
-        if new > 0 {
-            self.wake.notify_one();
-        }
+        Metrics::add(&self.metrics.events_settled, accepted.settled);
+        // Even with nothing new: a retry of a transaction whose first answer was lost.
+        self.door.queue.push(rooms);
         Ok(accepted)
     }
 }
@@ -103,6 +130,7 @@ fn to_new_event(event: Raw<AnyTimelineEvent>) -> Option<NewEvent> {
             state_key: head.state_key.and_then(|k| k.as_str().map(str::to_owned)),
             origin_ts: head.origin_server_ts.and_then(|t| t.as_i64()).unwrap_or_else(now_ms),
             event: event.into_json().get().to_owned(),
+            processed: false,
         })
     })
 }

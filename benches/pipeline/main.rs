@@ -1,0 +1,140 @@
+//! richbot's own performance figures, measured on the real `richbot serve` (the binary
+//! cargo builds for the benchmark, optimized), with the homeserver and the LLM stood in
+//! by this process (`stand_in`), so that the cost measured is richbot's.
+//!
+//! `cargo bench --bench pipeline [-- SCENARIO ...] [--secs S] [--repeats N]`, scenarios:
+//! - `ingest`: transactions of 100 / 1 events at concurrency 1 / 4 into 50 rooms no
+//!   persona is in: events/s, ack latency, CPU per event, peak RSS, and how long after
+//!   the load the last event was handled (the backlog).
+//! - `triage`: the same load (100 events, concurrency 1) into 50 and 10,000 group rooms
+//!   the persona *is* in (no one addresses it), so every event goes through a worker, and
+//!   into 10,000 rooms it is not in.
+//! - `backlog`: a DM question asked right after 20,000 events in 10,000 other rooms,
+//!   against the same question without them.
+//! - `turns`: 1,000 DMs ask at once, the LLM answering each after 1 s: time to each
+//!   answer, and richbot's own time on both sides of the LLM call.
+//! - `memory`: 10,000 group rooms with 20 messages of history each: resident memory.
+//!
+//! Figures are medians of `--repeats` runs (3) where repeated; the machine is shared, so
+//! compare ratios measured in one run.
+
+mod load;
+mod server;
+mod stand_in;
+mod turns;
+
+use std::time::Duration;
+
+use load::{ms, pct};
+use server::Server;
+use stand_in::Shared;
+
+pub struct Opts {
+    secs: f64,
+    repeats: usize,
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)?.parse::<f64>().ok());
+    let opts = Opts { secs: flag("--secs").unwrap_or(8.0), repeats: flag("--repeats").unwrap_or(3.0) as usize };
+    let named: Vec<&str> =
+        args.iter().map(String::as_str).filter(|a| !a.starts_with("--") && a.parse::<f64>().is_err()).collect();
+    let pick = |s: &str| named.is_empty() || named.contains(&s);
+    if pick("ingest") {
+        ingest(&opts).await;
+    }
+    if pick("triage") {
+        triage(&opts).await;
+    }
+    if pick("backlog") {
+        turns::backlog().await;
+    }
+    if pick("turns") {
+        turns::parallel_dms(1000, Duration::from_secs(1)).await;
+    }
+    if pick("memory") {
+        turns::memory(10_000, 20).await;
+    }
+}
+
+/// A server with fresh stand-ins (the LLM answering after `delay`).
+pub async fn fresh(delay: Duration) -> (Server, Shared) {
+    let log = Shared::default();
+    let hs = stand_in::homeserver(log.clone()).await;
+    let llm = stand_in::llm(log.clone(), delay).await;
+    (Server::start(&hs, &llm).await, log)
+}
+
+/// Rooms `!<prefix><n>:localhost`, n < count.
+pub fn rooms(prefix: &str, count: usize) -> Vec<String> {
+    (0..count).map(|n| format!("!{prefix}{n}:localhost")).collect()
+}
+
+/// Makes the persona (and alice and bob) members of `rooms`: group rooms it is in.
+pub async fn join_groups(server: &Server, rooms: &[String]) {
+    let http = reqwest::Client::new();
+    let mut events = Vec::new();
+    for (i, room) in rooms.iter().enumerate() {
+        for who in ["@richbot:localhost", "@alice:localhost", "@bob:localhost"] {
+            events.push(load::join(&format!("$j{i}{}", &who[1..4]), room, who));
+        }
+    }
+    for (n, chunk) in events.chunks(100).enumerate() {
+        load::put(&http, &server.url, &format!("join{n}"), chunk).await;
+    }
+    server.drained(Duration::from_secs(600)).await.expect("joins handled");
+}
+
+const HEADER: &str = "| load | events/s | txn/s | p50 ack ms | p99 ack ms | CPU µs/event | peak RSS MiB | handled after load ms |\n|---|---|---|---|---|---|---|---|";
+
+/// One measured load on a fresh server; `setup` runs before the clock starts.
+async fn one(per_txn: usize, conc: usize, rooms: &[String], joined: bool, secs: f64) -> (f64, String) {
+    let (server, _log) = fresh(Duration::ZERO).await;
+    if joined {
+        join_groups(&server, rooms).await;
+    }
+    let cpu0 = server.cpu();
+    let mut f = load::run(&server.url, per_txn, conc, rooms, secs).await;
+    let drain = server.drained(Duration::from_secs(600)).await;
+    let cpu = server.cpu() - cpu0;
+    let rate = f.events as f64 / f.elapsed.as_secs_f64();
+    let row = format!(
+        "| {per_txn} ev × {conc} conc, {} rooms{} | {rate:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {} |",
+        rooms.len(),
+        if joined { " (persona in them)" } else { "" },
+        f.acks.len() as f64 / f.elapsed.as_secs_f64(),
+        ms(pct(&mut f.acks, 50.0)),
+        ms(pct(&mut f.acks, 99.0)),
+        cpu.as_secs_f64() * 1e6 / f.events as f64,
+        server.rss_mib().0,
+        drain.map_or("not within 600 s".to_owned(), |d| format!("{:.0}", ms(d))),
+    );
+    (rate, row)
+}
+
+/// The median (by events/s) of `repeats` runs.
+async fn median(opts: &Opts, per_txn: usize, conc: usize, rooms: &[String], joined: bool) -> String {
+    let mut runs = Vec::new();
+    for _ in 0..opts.repeats.max(1) {
+        runs.push(one(per_txn, conc, rooms, joined, opts.secs).await);
+    }
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    runs.swap_remove(runs.len() / 2).1
+}
+
+async fn ingest(opts: &Opts) {
+    println!("\n## ingest ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
+    let fifty = rooms("r", 50);
+    for (per_txn, conc) in [(100, 1), (1, 1), (100, 4)] {
+        println!("{}", median(opts, per_txn, conc, &fifty, false).await);
+    }
+}
+
+async fn triage(opts: &Opts) {
+    println!("\n## triage ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
+    for (count, joined) in [(50, true), (10_000, true), (10_000, false)] {
+        println!("{}", median(opts, 100, 1, &rooms("g", count), joined).await);
+    }
+}
