@@ -5,14 +5,16 @@
 //! `cargo bench --bench pipeline [-- SCENARIO ...] [--secs S] [--repeats N]`, scenarios:
 //! - `ingest`: transactions of 100 / 1 events at concurrency 1 / 4 into 50 rooms no
 //!   persona is in: events/s, ack latency, CPU per event, peak RSS, and how long after
-//!   the load the last event was handled (the backlog).
+//!   the load the last event was handled (the backlog); then with
+//!   `database.synchronous = "normal"`, to show what the flush before each 200 costs.
 //! - `triage`: the same load (100 events, concurrency 1) into 50 and 10,000 group rooms
 //!   the persona *is* in (no one addresses it), so every event goes through a worker, and
 //!   into 10,000 rooms it is not in.
 //! - `backlog`: a DM question asked right after 20,000 events in 10,000 other rooms,
 //!   against the same question without them.
-//! - `turns`: 1,000 DMs ask at once, the LLM answering each after 1 s: time to each
-//!   answer, and richbot's own time on both sides of the LLM call.
+//! - `turns`: 1,000 DMs ask, the LLM answering each after 1 s: one question every 5 ms
+//!   (about 200 turns in flight), then all at once: time to each answer, and richbot's own
+//!   time on both sides of the LLM call.
 //! - `memory`: 10,000 group rooms with 20 messages of history each: resident memory.
 //!
 //! Figures are medians of `--repeats` runs (3) where repeated; the machine is shared, so
@@ -52,7 +54,8 @@ async fn main() {
         turns::backlog().await;
     }
     if pick("turns") {
-        turns::parallel_dms(1000, Duration::from_secs(1)).await;
+        turns::dms(1000, Duration::from_secs(1), Some(Duration::from_millis(5))).await;
+        turns::dms(1000, Duration::from_secs(1), None).await;
     }
     if pick("memory") {
         turns::memory(10_000, 20).await;
@@ -61,10 +64,15 @@ async fn main() {
 
 /// A server with fresh stand-ins (the LLM answering after `delay`).
 pub async fn fresh(delay: Duration) -> (Server, Shared) {
+    fresh_with(delay, false).await
+}
+
+/// Like [`fresh`]; `normal`: `database.synchronous = "normal"` (no flush before the 200).
+pub async fn fresh_with(delay: Duration, normal: bool) -> (Server, Shared) {
     let log = Shared::default();
     let hs = stand_in::homeserver(log.clone()).await;
     let llm = stand_in::llm(log.clone(), delay).await;
-    (Server::start(&hs, &llm).await, log)
+    (Server::start(&hs, &llm, normal).await, log)
 }
 
 /// Rooms `!<prefix><n>:localhost`, n < count.
@@ -89,9 +97,20 @@ pub async fn join_groups(server: &Server, rooms: &[String]) {
 
 const HEADER: &str = "| load | events/s | txn/s | p50 ack ms | p99 ack ms | CPU µs/event | peak RSS MiB | handled after load ms |\n|---|---|---|---|---|---|---|---|";
 
-/// One measured load on a fresh server; `setup` runs before the clock starts.
-async fn one(per_txn: usize, conc: usize, rooms: &[String], joined: bool, secs: f64) -> (f64, String) {
-    let (server, _log) = fresh(Duration::ZERO).await;
+/// What one load run is: events per transaction, concurrency, whether the persona is in
+/// the rooms, whether `database.synchronous = "normal"`.
+#[derive(Clone, Copy)]
+struct Case {
+    per_txn: usize,
+    conc: usize,
+    joined: bool,
+    normal: bool,
+}
+
+/// One measured load on a fresh server (joining the rooms first, off the clock).
+async fn one(case: Case, rooms: &[String], secs: f64) -> (f64, String) {
+    let Case { per_txn, conc, joined, normal } = case;
+    let (server, _log) = fresh_with(Duration::ZERO, normal).await;
     if joined {
         join_groups(&server, rooms).await;
     }
@@ -101,9 +120,10 @@ async fn one(per_txn: usize, conc: usize, rooms: &[String], joined: bool, secs: 
     let cpu = server.cpu() - cpu0;
     let rate = f.events as f64 / f.elapsed.as_secs_f64();
     let row = format!(
-        "| {per_txn} ev × {conc} conc, {} rooms{} | {rate:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {} |",
+        "| {per_txn} ev × {conc} conc, {} rooms{}{} | {rate:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {} |",
         rooms.len(),
         if joined { " (persona in them)" } else { "" },
+        if normal { ", synchronous = normal" } else { "" },
         f.acks.len() as f64 / f.elapsed.as_secs_f64(),
         ms(pct(&mut f.acks, 50.0)),
         ms(pct(&mut f.acks, 99.0)),
@@ -115,10 +135,10 @@ async fn one(per_txn: usize, conc: usize, rooms: &[String], joined: bool, secs: 
 }
 
 /// The median (by events/s) of `repeats` runs.
-async fn median(opts: &Opts, per_txn: usize, conc: usize, rooms: &[String], joined: bool) -> String {
+async fn median(opts: &Opts, case: Case, rooms: &[String]) -> String {
     let mut runs = Vec::new();
     for _ in 0..opts.repeats.max(1) {
-        runs.push(one(per_txn, conc, rooms, joined, opts.secs).await);
+        runs.push(one(case, rooms, opts.secs).await);
     }
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
     runs.swap_remove(runs.len() / 2).1
@@ -127,14 +147,14 @@ async fn median(opts: &Opts, per_txn: usize, conc: usize, rooms: &[String], join
 async fn ingest(opts: &Opts) {
     println!("\n## ingest ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
     let fifty = rooms("r", 50);
-    for (per_txn, conc) in [(100, 1), (1, 1), (100, 4)] {
-        println!("{}", median(opts, per_txn, conc, &fifty, false).await);
+    for (per_txn, conc, normal) in [(100, 1, false), (1, 1, false), (100, 4, false), (100, 1, true), (1, 1, true)] {
+        println!("{}", median(opts, Case { per_txn, conc, joined: false, normal }, &fifty).await);
     }
 }
 
 async fn triage(opts: &Opts) {
     println!("\n## triage ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
     for (count, joined) in [(50, true), (10_000, true), (10_000, false)] {
-        println!("{}", median(opts, 100, 1, &rooms("g", count), joined).await);
+        println!("{}", median(opts, Case { per_txn: 100, conc: 1, joined, normal: false }, &rooms("g", count)).await);
     }
 }

@@ -20,8 +20,9 @@ fn free_port() -> u16 {
 }
 
 impl Server {
-    /// Starts richbot with the default settings but for the endpoints, and waits for it.
-    pub async fn start(hs_url: &str, llm_url: &str) -> Self {
+    /// Starts richbot with the default settings but for the endpoints (and, with `normal`,
+    /// `database.synchronous = "normal"`), and waits for it.
+    pub async fn start(hs_url: &str, llm_url: &str, normal: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let registration = dir.path().join("registration.yaml");
@@ -40,12 +41,13 @@ impl Server {
             &config,
             format!(
                 "[homeserver]\nurl = \"{hs_url}\"\nserver_name = \"localhost\"\n[appservice]\nregistration = \"{}\"\n\
-                 listen = \"127.0.0.1:{port}\"\n[database]\nurl = \"sqlite://{}\"\n[llm]\nbase_url = \"{llm_url}\"\n\
+                 listen = \"127.0.0.1:{port}\"\n[database]\nurl = \"sqlite://{}\"\nsynchronous = \"{}\"\n[llm]\nbase_url = \"{llm_url}\"\n\
                  model = \"bench\"\napi_key = \"bench-key\"\n[[personas]]\nlocalpart = \"richbot\"\n\
                  display_name = \"Richbot\"\nsystem_prompt = \"bench\"\n[limits]\ntokens_per_day = 0\n\
                  tokens_per_room_per_day = 0\ntokens_per_user_per_day = 0\n[logging]\nfilter = \"error\"\n",
                 registration.display(),
-                db.display()
+                db.display(),
+                if normal { "normal" } else { "full" },
             ),
         )
         .expect("config");

@@ -78,30 +78,47 @@ pub async fn backlog() {
     println!("| right after 20,000 events in 10,000 rooms the persona is not in | {:.1} |", ms(after));
 }
 
-pub async fn parallel_dms(count: u64, delay: Duration) {
-    println!("\n## {count} DMs ask at once, the LLM answering each after {} ms\n", delay.as_millis());
+/// `count` DMs each ask once, the LLM answering each after `delay`: all at once (`pace`
+/// None: transactions of 100 questions back to back), or one question every `pace`.
+pub async fn dms(count: u64, delay: Duration, pace: Option<Duration>) {
+    match pace {
+        None => println!("\n## {count} DMs ask at once, the LLM answering each after {} ms\n", delay.as_millis()),
+        Some(p) => println!(
+            "\n## {count} DMs ask one after another, one every {} ms, the LLM answering each after {} ms\n",
+            p.as_millis(),
+            delay.as_millis()
+        ),
+    }
     let (server, log) = fresh(delay).await;
     open_dms(&server, 0..count).await;
     let http = reqwest::Client::new();
     let ns: Vec<u64> = (0..count).collect();
-    let mut sent: HashMap<u64, Instant> = HashMap::new();
+    let (mut sent, mut acked): (HashMap<u64, Instant>, HashMap<u64, Instant>) = Default::default();
     // As a homeserver sends them: transactions of up to 100 events, one after another.
-    for (i, chunk) in ns.chunks(100).enumerate() {
+    let per_txn = if pace.is_some() { 1 } else { 100 };
+    let start = Instant::now();
+    for (i, chunk) in ns.chunks(per_txn).enumerate() {
+        if let Some(p) = pace {
+            tokio::time::sleep_until((start + p * i as u32).into()).await;
+        }
         let now = Instant::now();
         sent.extend(chunk.iter().map(|n| (*n, now)));
         let events: Vec<Value> = chunk.iter().map(|n| question(*n)).collect();
-        load::put(&http, &server.url, &format!("burst{i}"), &events).await;
+        let ack = load::put(&http, &server.url, &format!("burst{i}"), &events).await;
+        acked.extend(chunk.iter().map(|n| (*n, ack)));
     }
     let all = answered(&log, &ns, Duration::from_secs(120)).await;
     let log = log.lock().expect("log");
     let series = |f: &dyn Fn(u64) -> Option<Duration>| -> Vec<Duration> { ns.iter().filter_map(|n| f(*n)).collect() };
     let mut answer = series(&|n| Some(*log.posted.get(&n)? - sent[&n]));
     let mut before = series(&|n| Some(*log.asked.get(&n)? - sent[&n]));
+    let mut before_ack = series(&|n| Some(log.asked.get(&n)?.saturating_duration_since(acked[&n])));
     let mut after = series(&|n| log.posted.get(&n)?.checked_duration_since(*log.answered.get(&n)?));
     println!("| measure | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
     for (name, v) in [
         ("question sent -> answer posted", &mut answer),
         ("question sent -> LLM request arrives (richbot's cost before the LLM, ingest included)", &mut before),
+        ("question's 200 (committed) -> LLM request arrives", &mut before_ack),
         ("LLM answer leaves -> answer PUT arrives (richbot's cost after the LLM)", &mut after),
     ] {
         let max = v.iter().max().copied().unwrap_or_default();

@@ -5,27 +5,29 @@
 //! or LLM call happens here, so the homeserver is never held up (a slow or failed answer
 //! puts it into exponential back-off). A storage failure answers 503 so it retries.
 //!
-//! The body is read as ruma's wire shape, `events: [Raw<AnyTimelineEvent>]`: each event
-//! stays the JSON text it came as (no value tree is built, nothing is re-serialized), and
-//! an odd event is the inbox's to count as malformed, not a reason to refuse the rest.
+//! The body is read as ruma's wire shape, `events: [Raw<AnyTimelineEvent>]`, borrowed:
+//! each event stays the JSON text it came as, in the request's own buffer (no value tree
+//! is built, nothing is copied or re-serialized before the store), and an odd event is the
+//! inbox's to count as malformed, not a reason to refuse the rest.
 
 use axum::Json;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use ruma::events::AnyTimelineEvent;
-use ruma::serde::Raw;
 use serde::Deserialize;
 use serde_json::json;
+use serde_json::value::RawValue;
 
 use super::{ApiError, AppState};
 
-/// The transaction body. `ephemeral` / `de.sorunome.msc2409.*` (typing, receipts) are
-/// accepted and not needed, so they are not read.
+/// The transaction body (`events` are ruma's `Raw<AnyTimelineEvent>`, borrowed).
+/// `ephemeral` / `de.sorunome.msc2409.*` (typing, receipts) are accepted and not needed,
+/// so they are not read.
 #[derive(Deserialize)]
-struct Body {
-    events: Option<Vec<Raw<AnyTimelineEvent>>>,
+struct Body<'a> {
+    #[serde(borrow)]
+    events: Option<Vec<&'a RawValue>>,
 }
 
 /// Most events in one transaction (Synapse sends at most 100).
@@ -42,18 +44,32 @@ pub async fn push_events(
     let Ok(_permit) = state.transactions.clone().try_acquire_owned() else {
         return ApiError::Busy.into_response();
     };
-    let read = match body {
-        Ok(bytes) if bytes.len() > PARSE_INLINE_BYTES => {
-            tokio::task::spawn_blocking(move || read(Ok(bytes))).await.unwrap_or(Err(ApiError::Unavailable))
+    let bytes = match body {
+        Ok(bytes) => bytes,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return ApiError::TooLarge.into_response(),
+        Err(_) => return ApiError::NotJson.into_response(),
+    };
+    // A large body is parsed on the blocking pool (into owned events), a usual one in place.
+    let owned: Vec<Box<RawValue>>;
+    let events: Vec<&RawValue> = if bytes.len() > PARSE_INLINE_BYTES {
+        let parsed = tokio::task::spawn_blocking(move || {
+            read(&bytes).map(|events| events.into_iter().map(RawValue::to_owned).collect::<Vec<_>>())
+        });
+        owned = match parsed.await.unwrap_or(Err(ApiError::Unavailable)) {
+            Ok(events) => events,
+            Err(e) => return e.into_response(),
+        };
+        owned.iter().map(AsRef::as_ref).collect()
+    } else {
+        match read(&bytes) {
+            Ok(events) => events,
+            Err(e) => return e.into_response(),
         }
-        body => read(body),
     };
-    let events = match read {
-        Ok(events) if events.len() > MAX_EVENTS => return ApiError::TooLarge.into_response(),
-        Ok(events) => events,
-        Err(e) => return e.into_response(),
-    };
-    match state.inbox.accept(&txn_id, events).await {
+    if events.len() > MAX_EVENTS {
+        return ApiError::TooLarge.into_response();
+    }
+    match state.inbox.accept(&txn_id, &events).await {
         Ok(_) => Json(json!({})).into_response(),
         Err(e) => {
             tracing::error!(txn_id, error = %e, "could not store a transaction; the homeserver will retry it");
@@ -62,13 +78,9 @@ pub async fn push_events(
     }
 }
 
-/// The events of a transaction body; size, JSON and shape errors become Matrix errors.
-fn read(body: Result<bytes::Bytes, BytesRejection>) -> Result<Vec<Raw<AnyTimelineEvent>>, ApiError> {
-    let bytes =
-        body.map_err(
-            |e| if e.status() == StatusCode::PAYLOAD_TOO_LARGE { ApiError::TooLarge } else { ApiError::NotJson },
-        )?;
-    match serde_json::from_slice::<Body>(&bytes) {
+/// The events of a transaction body; JSON and shape errors become Matrix errors.
+fn read(bytes: &[u8]) -> Result<Vec<&RawValue>, ApiError> {
+    match serde_json::from_slice::<Body<'_>>(bytes) {
         Ok(Body { events: Some(events) }) => Ok(events),
         Ok(Body { events: None }) => Err(ApiError::BadJson("\"events\" is required")),
         Err(e) if e.is_data() && bytes.trim_ascii_start().first() == Some(&b'{') => {

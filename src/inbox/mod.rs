@@ -16,11 +16,11 @@
 
 use std::sync::Arc;
 
+use std::borrow::Cow;
+
 use ruma::OwnedRoomId;
-use ruma::events::AnyTimelineEvent;
-use ruma::serde::Raw;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
@@ -69,9 +69,9 @@ impl Inbox {
     }
 
     /// Commits a transaction's events; idempotent. Returns once they are durable.
-    pub async fn accept(&self, txn_id: &str, events: Vec<Raw<AnyTimelineEvent>>) -> Result<Accepted, store::Error> {
+    pub async fn accept(&self, txn_id: &str, events: &[&RawValue]) -> Result<Accepted, store::Error> {
         let total = events.len() as u64;
-        let mut parsed: Vec<NewEvent> = events.into_iter().filter_map(to_new_event).collect();
+        let mut parsed: Vec<NewEvent> = events.iter().copied().filter_map(to_new_event).collect();
         let mut rooms: Vec<OwnedRoomId> = Vec::new();
         for event in &mut parsed {
             event.processed = !self.door.needs_worker(event);
@@ -105,36 +105,52 @@ impl Inbox {
     }
 }
 
-/// The fields the inbox indexes an event by. Ids are read as text and parsed after, so an
-/// event with a bad id is counted malformed rather than failing this read.
+/// The fields the inbox indexes an event by, borrowed from the body where they have no
+/// escapes. Ids are read as text and parsed after, so an event with a bad id is counted
+/// malformed rather than failing this read.
 #[derive(Deserialize)]
-struct Head {
-    event_id: Option<String>,
-    room_id: Option<String>,
-    sender: Option<String>,
-    #[serde(rename = "type")]
-    event_type: Option<String>,
-    state_key: Option<Value>,
-    origin_server_ts: Option<Value>,
+struct Head<'a> {
+    #[serde(borrow)]
+    event_id: Option<Text<'a>>,
+    #[serde(borrow)]
+    room_id: Option<Text<'a>>,
+    #[serde(borrow)]
+    sender: Option<Text<'a>>,
+    #[serde(borrow, rename = "type")]
+    event_type: Option<Text<'a>>,
+    #[serde(borrow)]
+    state_key: Option<&'a RawValue>,
+    #[serde(borrow)]
+    origin_server_ts: Option<&'a RawValue>,
 }
+
+/// A JSON string, borrowed unless it has escapes (serde borrows a `Cow` only as a field of
+/// its own, not inside an `Option`).
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// The event's ids as ruma types; an event without a valid `event_id`, `room_id`,
 /// `sender` or `type` cannot be answered or deduplicated, and is counted malformed.
-fn to_new_event(event: Raw<AnyTimelineEvent>) -> Option<NewEvent> {
-    event.deserialize_as_unchecked::<Head>().ok().and_then(|head| {
-        Some(NewEvent {
-            event_id: id(head.event_id)?,
-            room_id: id(head.room_id)?,
-            sender: id(head.sender)?,
-            event_type: head.event_type?,
-            state_key: head.state_key.and_then(|k| k.as_str().map(str::to_owned)),
-            origin_ts: head.origin_server_ts.and_then(|t| t.as_i64()).unwrap_or_else(now_ms),
-            event: event.into_json().get().to_owned(),
-            processed: false,
-        })
+fn to_new_event(event: &RawValue) -> Option<NewEvent> {
+    let head: Head<'_> = serde_json::from_str(event.get()).ok()?;
+    Some(NewEvent {
+        event_id: id(head.event_id)?,
+        room_id: id(head.room_id)?,
+        sender: id(head.sender)?,
+        event_type: head.event_type?.0.into_owned(),
+        state_key: head.state_key.and_then(|k| serde_json::from_str::<String>(k.get()).ok()),
+        origin_ts: head.origin_server_ts.and_then(|t| t.get().parse::<i64>().ok()).unwrap_or_else(now_ms),
+        event: event.get().to_owned(),
+        processed: false,
     })
 }
 
-fn id<T: TryFrom<String>>(s: Option<String>) -> Option<T> {
-    T::try_from(s?).ok()
+fn id<T>(s: Option<Text<'_>>) -> Option<T>
+where
+    T: TryFrom<String> + for<'b> TryFrom<&'b str>,
+{
+    match s?.0 {
+        Cow::Borrowed(b) => T::try_from(b).ok(),
+        Cow::Owned(o) => T::try_from(o).ok(),
+    }
 }

@@ -63,8 +63,12 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?
         .try_get("id")?;
-        for seq in seqs {
-            sqlx::query("UPDATE events SET turn_id = ? WHERE seq = ?").bind(id).bind(seq).execute(&mut *tx).await?;
+        if !seqs.is_empty() {
+            sqlx::query("UPDATE events SET turn_id = ? WHERE seq IN (SELECT value FROM json_each(?))")
+                .bind(id)
+                .bind(serde_json::to_string(seqs)?)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(TurnRow {
