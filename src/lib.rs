@@ -105,6 +105,7 @@ pub async fn run(
     let queue = parts.room_queue().await?;
     let Parts { store, matrix, personas, llm } = parts;
     let store = store.caching_members();
+    store.warm_members(&queue.watched_rooms()).await?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         listen = %settings.listen,

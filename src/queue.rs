@@ -50,6 +50,11 @@ impl RoomQueue {
         self.lock().watched.contains(room)
     }
 
+    /// The rooms watched now.
+    pub fn watched_rooms(&self) -> Vec<OwnedRoomId> {
+        self.lock().watched.iter().cloned().collect()
+    }
+
     /// From now on, every event of `room` goes to a worker.
     pub fn watch(&self, room: &RoomId) {
         let mut inner = self.lock();
@@ -80,12 +85,17 @@ impl RoomQueue {
         }
     }
 
-    /// Queues rooms (those queued already keep their place) and wakes the scheduler.
+    /// Queues rooms (those queued already keep their place; each becomes active) and wakes
+    /// the scheduler.
     pub fn push(&self, rooms: impl IntoIterator<Item = OwnedRoomId>) {
         let mut added = false;
         {
             let mut inner = self.lock();
             for room in rooms {
+                // Queued is active: the door must not settle what would overtake it.
+                if !inner.active.contains(&room) {
+                    inner.active.insert(room.clone());
+                }
                 if inner.queued.insert(room.clone()) {
                     inner.order.push_back(room);
                     added = true;

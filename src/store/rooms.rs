@@ -23,8 +23,7 @@ impl Store {
                 .await?;
         }
         tx.commit().await?;
-        self.forget_members(room_id);
-        Ok(())
+        self.refresh_members(room_id).await
     }
 
     /// Records one member event.
@@ -38,8 +37,7 @@ impl Store {
         .bind(membership)
         .execute(&self.writer)
         .await?;
-        self.forget_members(room_id);
-        Ok(())
+        self.refresh_members(room_id).await
     }
 
     /// Users joined to a room, as far as we know.
@@ -87,6 +85,42 @@ impl Store {
 
     fn cached_members(&self) -> Option<std::sync::MutexGuard<'_, Members>> {
         Some(self.members.as_ref()?.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// After a change: the old entry is dropped, and read anew (when members are kept in
+    /// memory), so the inbox's door knows the room at once.
+    async fn refresh_members(&self, room_id: &RoomId) -> Result<()> {
+        if self.members.is_some() {
+            self.forget_members(room_id);
+            self.joined_members(room_id).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the joined members of `rooms` into memory in one query (at start, for the
+    /// rooms the personas are in).
+    pub async fn warm_members(&self, rooms: &[OwnedRoomId]) -> Result<()> {
+        let Some(generation) = self.cached_members().map(|c| c.generation) else { return Ok(()) };
+        let rows = sqlx::query(
+            "SELECT room_id, user_id FROM room_members WHERE membership = 'join'
+             AND room_id IN (SELECT value FROM json_each(?)) ORDER BY room_id, user_id",
+        )
+        .bind(serde_json::to_string(rooms)?)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut found: std::collections::HashMap<OwnedRoomId, Vec<OwnedUserId>> = std::collections::HashMap::new();
+        for row in &rows {
+            found.entry(id(row, "room_id")?).or_default().push(id(row, "user_id")?);
+        }
+        if let Some(mut cache) = self.cached_members()
+            && cache.generation == generation
+        {
+            for room in rooms {
+                let joined = found.remove(room).unwrap_or_default();
+                cache.rooms.insert(room.clone(), joined.into());
+            }
+        }
+        Ok(())
     }
 
     fn forget_members(&self, room_id: &RoomId) {

@@ -179,7 +179,31 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
     if let Err(e) = driver.await {
         let log = std::fs::read_to_string(env.dir.path().join("serve.log")).unwrap_or_default();
         let tail: Vec<&str> = log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect();
-        panic!("not every question was answered ({e}); richbot's warnings:\n{}", tail.join("\n"));
+        // What richbot received, per room: did the question reach it at all?
+        let store = env.store().await;
+        let mut seen = Vec::new();
+        for (_, room, _) in &rooms {
+            let events = store.room_events(&room_id(room)).await.unwrap_or_default();
+            let bodies: Vec<String> = events
+                .iter()
+                .filter(|e| e.event_type == "m.room.message")
+                .map(|e| {
+                    format!(
+                        "{}{}",
+                        e.content()["body"].as_str().unwrap_or("?"),
+                        if e.processed { "" } else { " (pending)" }
+                    )
+                })
+                .collect();
+            seen.push(format!("{room}: {}", bodies.join(" | ")));
+        }
+        let last: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+        panic!(
+            "not every question was answered ({e}); richbot's warnings:\n{}\nstored messages:\n{}\nlog tail:\n{}",
+            tail.join("\n"),
+            seen.join("\n"),
+            last.join("\n")
+        );
     }
     // Let the last turns finish their bookkeeping, then look.
     for (_, room, _) in &rooms {

@@ -116,3 +116,29 @@ async fn an_answer_too_large_for_one_event_goes_out_in_several_each_within_the_c
     assert_eq!(whole.split_whitespace().count(), 20_000, "nothing lost");
     bot.stop().await;
 }
+
+/// `llm.max_concurrent_requests` bounds the calls in flight across all turns (LLM calls
+/// are I/O, limited apart from the room cap); the others wait their turn and all answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_calls_in_flight_never_pass_the_llm_concurrency_limit() {
+    use richbot::agent::{Complete, Llm, Message};
+    for (limit, calls) in [(2, 6), (6, 6)] {
+        let llm = FakeLlm::start().await;
+        llm.respond_with(|_| {
+            crate::support::llm::Step::Delay(std::time::Duration::from_millis(150), Box::new(text("ok")))
+        });
+        let client =
+            Llm::new(&llm.base_url, None, "m", std::time::Duration::from_secs(10), 100).with_concurrency(limit);
+        let asks = (0..calls).map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let (live, _) = tokio::sync::watch::channel(String::new());
+                client.complete(&[Message::User("hi".into())], &[], &live).await.map(|r| r.text)
+            })
+        });
+        for answer in futures::future::join_all(asks).await {
+            assert_eq!(answer.expect("task").expect("answer").as_deref(), Some("ok"));
+        }
+        assert_eq!(llm.most_at_once(), limit, "limit {limit}, {calls} calls at once");
+    }
+}

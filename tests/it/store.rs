@@ -214,3 +214,59 @@ async fn the_database_and_its_wal_are_owner_only() {
         assert_eq!(mode, 0o600, "{}", path.display());
     }
 }
+
+/// Many transactions committed at once share their flushes (group commit), and a flush
+/// follows every commit it covers; with `synchronous = normal` nothing is flushed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_commits_share_their_wal_flushes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("g.db").display());
+    let s = Store::open(&url).await.expect("open");
+    let writers = (0..16).map(|i| {
+        let s = s.clone();
+        tokio::spawn(async move {
+            s.insert_events(&[message(&format!("$g{i}"), "!r:x")], 1).await.expect("insert");
+            s.sync().await.expect("sync");
+        })
+    });
+    for w in futures::future::join_all(writers).await {
+        w.expect("writer");
+    }
+    let flushes = s.flushes();
+    assert!((1..16).contains(&flushes), "16 commits, {flushes} flushes");
+    s.sync().await.expect("sync");
+    assert_eq!(s.flushes(), flushes + 1, "a sync after the last flush flushes again");
+
+    let normal =
+        Store::open_with(&format!("sqlite://{}", dir.path().join("n.db").display()), false).await.expect("open");
+    normal.insert_events(&[message("$n", "!r:x")], 1).await.expect("insert");
+    normal.sync().await.expect("sync");
+    assert_eq!(normal.flushes(), 0);
+}
+
+/// With members kept in memory (as `serve` does), every change of membership is seen at
+/// once, from memory (the inbox's door reads them without a query).
+#[tokio::test]
+async fn cached_members_follow_every_change() {
+    let (s, _d) = store().await;
+    let s = s.caching_members();
+    let room = room_id!("!m:x");
+    let (alice, bob) = (user_id!("@alice:x").to_owned(), user_id!("@bob:x").to_owned());
+    assert!(s.known_members(room).is_none());
+    s.set_joined_members(room, std::slice::from_ref(&alice)).await.expect("set");
+    assert_eq!(s.known_members(room).as_deref(), Some(&[alice.clone()][..]));
+    s.set_membership(room, &bob, "join").await.expect("join");
+    assert_eq!(s.known_members(room).as_deref(), Some(&[alice.clone(), bob.clone()][..]));
+    s.set_membership(room, &alice, "leave").await.expect("leave");
+    assert_eq!(&*s.joined_members(room).await.expect("read"), std::slice::from_ref(&bob));
+    // At start, the rooms the personas are in are read in one query.
+    let fresh = Store::open(&s_url(&_d)).await.expect("open").caching_members();
+    let other = room_id!("!empty:x").to_owned();
+    fresh.warm_members(&[room.to_owned(), other.clone()]).await.expect("warm");
+    assert_eq!(fresh.known_members(room).as_deref(), Some(&[bob][..]));
+    assert_eq!(fresh.known_members(&other).as_deref(), Some(&[][..]));
+}
+
+fn s_url(dir: &tempfile::TempDir) -> String {
+    format!("sqlite://{}", dir.path().join("t.db").display())
+}

@@ -58,6 +58,8 @@ struct Shared {
     first_pieces: Arc<Mutex<Vec<i64>>>,
     /// Refuse streamed requests with a 400, as some servers do.
     no_streaming: Arc<Mutex<bool>>,
+    /// Requests being answered now, and the most at once so far.
+    in_flight: Arc<Mutex<(usize, usize)>>,
 }
 
 pub struct FakeLlm {
@@ -115,6 +117,29 @@ impl FakeLlm {
     pub fn requests(&self) -> Vec<Value> {
         self.shared.requests.lock().expect("lock").clone()
     }
+
+    /// The most requests that were being answered at once.
+    pub fn most_at_once(&self) -> usize {
+        self.shared.in_flight.lock().expect("lock").1
+    }
+}
+
+/// Counts a request in flight until dropped.
+struct InFlight(Arc<Mutex<(usize, usize)>>);
+
+impl InFlight {
+    fn new(counter: &Arc<Mutex<(usize, usize)>>) -> Self {
+        let mut c = counter.lock().expect("lock");
+        c.0 += 1;
+        c.1 = c.1.max(c.0);
+        Self(counter.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.lock().expect("lock").0 -= 1;
+    }
 }
 
 impl Drop for FakeLlm {
@@ -146,6 +171,7 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
         return unauthorized();
     }
     shared.requests.lock().expect("lock").push(request.clone());
+    let _counted = InFlight::new(&shared.in_flight);
     if request.get("stream").and_then(Value::as_bool) == Some(true) && *shared.no_streaming.lock().expect("lock") {
         let body = json!({"error": {"message": "stream is not supported", "type": "invalid_request_error", "param": "stream", "code": null}});
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
