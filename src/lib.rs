@@ -179,14 +179,12 @@ pub async fn run(
         None => None,
     };
     let scheduler = tokio::spawn(rooms.run(queue, bot.max_parallel_rooms));
-    let checkpoints = tokio::spawn(store.clone().checkpoints(Duration::from_secs(1)));
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "richbot listening");
     }
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     scheduler.abort();
     registrar.abort();
-    checkpoints.abort();
     if let Some(m) = metrics_server {
         m.abort();
     }

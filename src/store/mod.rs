@@ -98,7 +98,7 @@ impl Store {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .test_before_acquire(false)
-            // Kept for good: `checkpoints` turns its automatic checkpoints off.
+            // One connection for good: its statement cache stays warm.
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(options.clone())
@@ -129,22 +129,6 @@ impl Store {
     pub fn caching_members(mut self) -> Self {
         self.members = Some(Arc::default());
         self
-    }
-
-    /// Copies the WAL into the database every `every`, on a reader connection, instead of
-    /// on the writer at the commit that fills it: a transaction's commit (and its 200)
-    /// never waits for a checkpoint. Runs until its task is dropped (`serve` runs it).
-    pub async fn checkpoints(self, every: Duration) {
-        if let Err(e) = sqlx::query("PRAGMA wal_autocheckpoint = 0").execute(&self.writer).await {
-            tracing::warn!(error = %e, "could not move checkpoints off the writer; it keeps making them");
-            return;
-        }
-        loop {
-            tokio::time::sleep(every).await;
-            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&self.pool).await {
-                tracing::warn!(error = %e, "checkpoint failed; trying again later");
-            }
-        }
     }
 
     /// Returns once every transaction committed so far is on disk (see `durable.rs`).

@@ -270,3 +270,23 @@ async fn cached_members_follow_every_change() {
 fn s_url(dir: &tempfile::TempDir) -> String {
     format!("sqlite://{}", dir.path().join("t.db").display())
 }
+
+/// Under a steady stream of commits the WAL is checkpointed and reused, not grown without
+/// end (a checkpoint that never completes lets it reach gigabytes).
+#[tokio::test]
+async fn the_wal_stays_small_under_a_steady_stream_of_commits() {
+    let (s, dir) = store().await;
+    let body = "x".repeat(300);
+    for t in 0..300 {
+        let batch: Vec<NewEvent> = (0..100)
+            .map(|i| NewEvent {
+                event: json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": body}}).to_string(),
+                ..message(&format!("$w{t}x{i}"), &format!("!r{}:x", i % 50))
+            })
+            .collect();
+        s.insert_events(&batch, 1).await.expect("insert");
+        s.sync().await.expect("sync");
+    }
+    let wal = std::fs::metadata(dir.path().join("t.db-wal")).expect("wal").len();
+    assert!(wal < 16 * 1024 * 1024, "WAL is {wal} bytes after 30,000 events");
+}
