@@ -143,15 +143,6 @@ impl Store {
         rows.iter().map(|r| id(r, "room_id")).collect()
     }
 
-    /// Whether a room has events not yet handled.
-    pub async fn has_pending(&self, room_id: &RoomId) -> Result<bool> {
-        let row = sqlx::query("SELECT 1 FROM events WHERE processed = 0 AND room_id = ? LIMIT 1")
-            .bind(room_id.as_str())
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.is_some())
-    }
-
     /// A room's unhandled events not claimed by a turn, in arrival order.
     pub async fn pending_events(&self, room_id: &RoomId) -> Result<Vec<StoredEvent>> {
         let sql = format!(

@@ -284,23 +284,10 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
                 let _ = every;
                 step = Step::Text(pieces.concat());
             }
-            Step::Pieces(pieces, every) => {
-                return sse(
-                    pieces.iter().map(|p| chunk(json!({"content": p}))).collect(),
-                    every,
-                    usage,
-                    false,
-                    Some(first),
-                );
-            }
-            Step::Cut(pieces, every) => {
-                return sse(
-                    pieces.iter().map(|p| chunk(json!({"content": p}))).collect(),
-                    every,
-                    usage,
-                    true,
-                    Some(first),
-                );
+            Step::Pieces(ref pieces, every) | Step::Cut(ref pieces, every) => {
+                let cut = matches!(step, Step::Cut(..));
+                let chunks = pieces.iter().map(|p| chunk(json!({"content": p}))).collect();
+                return sse(chunks, every, usage, cut, Some(first));
             }
             Step::Calls(calls) if streaming => {
                 let events = calls
