@@ -19,7 +19,7 @@ use crate::{appservice, inbox};
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
-    pub name: &'static str,
+    pub name: String,
     pub ok: bool,
     pub detail: String,
 }
@@ -30,7 +30,8 @@ impl std::fmt::Display for Line {
     }
 }
 
-fn line(name: &'static str, result: Result<String, String>) -> Line {
+fn line(name: impl Into<String>, result: Result<String, String>) -> Line {
+    let name = name.into();
     match result {
         Ok(detail) => Line { name, ok: true, detail },
         Err(detail) => Line { name, ok: false, detail },
@@ -39,7 +40,7 @@ fn line(name: &'static str, result: Result<String, String>) -> Line {
 
 /// Runs every check that the settings allow.
 pub async fn run(settings: &Settings) -> Vec<Line> {
-    let mut lines = vec![Line { name: "config", ok: true, detail: format!("{} persona(s)", settings.personas.len()) }];
+    let mut lines = vec![line("config", Ok(format!("{} persona(s)", settings.personas.len())))];
     let parts = match Parts::build(settings).await {
         Ok(p) => p,
         Err(e) => {
@@ -67,6 +68,7 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
         lines.push(line("appservice ping", Err("skipped: the homeserver is unreachable".to_owned())));
     }
     lines.push(line("llm", llm(settings, &parts).await));
+    lines.extend(mcp(settings).await);
     parts.store.close().await;
     lines
 }
@@ -137,6 +139,25 @@ async fn ping(settings: &Settings, parts: &Parts) -> Result<String, String> {
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within 15 s; is {url} reachable from the homeserver?")),
     }
+}
+
+/// Each MCP server: reached, and how many tools it offers (or which names it cannot).
+async fn mcp(settings: &Settings) -> Vec<Line> {
+    let servers = crate::mcp::Mcp::launch(&settings.config.mcp, &crate::tools::registry::RESERVED).await;
+    let lines = servers
+        .report()
+        .into_iter()
+        .map(|(name, state)| {
+            let detail = match state {
+                Ok(n) => Ok(format!("{n} tools")),
+                Err(crate::mcp::Report::Down(why)) => Err(why),
+                Err(crate::mcp::Report::Refused(problems)) => Err(problems.join("; ")),
+            };
+            line(format!("mcp {name}"), detail)
+        })
+        .collect();
+    servers.stop();
+    lines
 }
 
 /// The LLM endpoint: there, takes the key, and offers the configured model.

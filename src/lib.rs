@@ -9,7 +9,9 @@
 //!                                       per room)   turn)       tool loop)
 //!                                                     |   ^         |
 //!                                                     |   +- tools -+  (each call: plan,
-//!                                                     |                sandbox, render)
+//!                                                     |      |         sandbox, render;
+//!                                                     |      +-> mcp   or an MCP server,
+//!                                                     |                 approved first)
 //!                                                     v
 //!                                  outbox --> matrix --> homeserver
 //!                     (every write as a persona, paced, exactly once)
@@ -18,8 +20,9 @@
 //!
 //! The modules are declared below in that order, and dependencies point down the list: a
 //! module uses only modules declared after it (checked by `tests/it/layout.rs`), so there
-//! is no circle. The agent does not know the tools: the turn hands it their specs and a
-//! runner (`turn::runner`) that plans, authorizes and posts each call.
+//! is no circle. The agent does not know the tools: the turn hands it their specs (the
+//! registry's, `tools::registry`) and a runner (`turn::runner`) that plans, authorizes,
+//! posts or calls each one.
 //!
 //! # Invariants
 //!
@@ -29,7 +32,7 @@
 //!    that calls the homeserver is the user query, which the spec requires to register the
 //!    user before answering.
 //! 2. Only `store` runs SQL; only `agent::llm` talks to the LLM; only `matrix` talks to the
-//!    homeserver.
+//!    homeserver; only `mcp` talks to MCP servers.
 //! 3. Context building (`turn::context`), triggers (`room::triggers`), tool-call planning
 //!    (`tools::plan`), the block catalogue (`blocks`) and rendering (`render`) are pure.
 //! 4. Every write has a transaction id fixed before the first attempt and persisted, unique
@@ -48,6 +51,10 @@
 //!    calls per reply, writes per turn, a deadline per turn, capped retry waits. A limit
 //!    that trips says so once, as an `m.notice`; richbot never answers an `m.notice`.
 //! 9. Matrix ids are ruma types from the inbox on; a stored id is parsed once, when read.
+//! 10. A tool in its server's `approval` list runs only after the asker (no one else)
+//!     allows it; an MCP tool's result is recorded before the model sees it, so a resumed
+//!     turn never calls it twice. A reply's calls run together only when every one of them
+//!     is `concurrent`.
 
 // Commands and set-up.
 pub mod check;
@@ -60,11 +67,13 @@ pub mod appservice;
 pub mod inbox;
 pub mod room;
 pub mod turn;
+pub mod approval;
 // What the stages count (by tool name, hence above `tools`).
 pub mod metrics;
 // What a turn uses.
 pub mod tools;
 pub mod budget;
+pub mod mcp;
 pub mod agent;
 pub mod outbox;
 pub mod queue;
@@ -116,6 +125,10 @@ pub async fn run(
         model = %settings.config.llm.model,
         "richbot starting"
     );
+    // MCP servers first: a tool name that cannot be offered stops the start, naming it.
+    let mcp = mcp::Mcp::start(&settings.config.mcp, &tools::registry::RESERVED).await?;
+    let toolbox = tools::Toolbox::new(mcp.clone(), settings.mcp_access.clone());
+    let approvals = approval::Approvals::new(store.clone());
     let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
     let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
@@ -128,12 +141,14 @@ pub async fn run(
         metrics.clone(),
         budget,
         parts::turn_limits(&settings),
-    );
+    )
+    .with_tools(toolbox, approvals.clone());
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let rooms =
         room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy.clone(), metrics.clone());
-    let inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone());
+    let inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone())
+        .with_approvals(approvals);
     let concurrent = settings.config.appservice.max_concurrent_transactions;
     let state = appservice::AppState::with_limit(&settings.registration.hs_token, inbox, personas.clone(), concurrent);
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
@@ -189,6 +204,7 @@ pub async fn run(
         m.abort();
     }
     let _ = scheduler.await;
+    mcp.stop();
     store.close().await;
     served.map_err(Error::Serve)
 }

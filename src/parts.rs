@@ -17,6 +17,8 @@ pub enum Error {
     Serve(#[from] std::io::Error),
     #[error("{0}")]
     Locked(files::LockError),
+    #[error("MCP tools:\n{0}")]
+    Mcp(#[from] crate::mcp::StartError),
 }
 
 /// The parts `run` wires together, built from the settings.
@@ -72,6 +74,7 @@ pub fn personas(settings: &Settings, matrix: matrix::Client, store: store::Store
                 display_name: p.display_name.clone().unwrap_or_else(|| p.localpart.clone()),
                 system_prompt: p.system_prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.to_owned()),
                 greeting: p.greeting.clone(),
+                tools: p.tools.clone(),
                 user_id,
             })
         })

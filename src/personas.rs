@@ -17,6 +17,8 @@ pub struct Persona {
     pub display_name: String,
     pub system_prompt: String,
     pub greeting: Option<String>,
+    /// The `[[mcp]]` servers (by name) whose tools it offers; all when `None`.
+    pub tools: Option<Vec<String>>,
 }
 
 /// Why a persona could not be set up.

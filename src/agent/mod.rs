@@ -21,7 +21,7 @@ use serde_json::Value;
 /// client needs only their names, descriptions and schemas.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
-    pub name: &'static str,
+    pub name: String,
     pub description: String,
     pub parameters: Value,
 }
@@ -75,13 +75,17 @@ pub struct Outcome {
 pub struct Suspend(pub String);
 
 /// Runs one tool call and returns the tool result (JSON text) for the model, or suspends
-/// the loop.
+/// the loop. `nth` numbers the turn's calls from 0, in the order the model made them
+/// (the same when a resumed turn replays its record), whichever order they finish in.
 pub trait ToolRunner {
-    fn run(&mut self, call: &ToolCall) -> impl std::future::Future<Output = Result<String, Suspend>> + Send;
+    fn run(&self, call: &ToolCall, nth: u32) -> impl std::future::Future<Output = Result<String, Suspend>> + Send;
+
+    /// Whether the tool is safe to run alongside others (see [`run_loop`]).
+    fn concurrent(&self, name: &str) -> bool;
 
     /// The tool result for a call that was not run because the reply held more than
     /// `limit` calls.
-    fn skipped(&mut self, call: &ToolCall, limit: usize) -> String;
+    fn skipped(&self, call: &ToolCall, limit: usize) -> String;
 }
 
 /// How far one loop may go.
@@ -108,17 +112,20 @@ pub trait Complete {
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send;
 }
 
-/// The bounded tool loop.
-pub async fn run_loop<L: Complete, R: ToolRunner>(
+/// The bounded tool loop. A reply's calls run one at a time, in order, unless every one
+/// of them is `concurrent`: then they run together, and their results still go back in the
+/// order the model made the calls.
+pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
     llm: &L,
     mut messages: Vec<Message>,
     tools: &[ToolSpec],
-    runner: &mut R,
+    runner: &R,
     bounds: Bounds,
     live: &LiveText,
 ) -> (Result<Outcome, Error>, Vec<Message>) {
     let mut usage = Usage::default();
     let max_rounds = bounds.max_rounds;
+    let mut calls_made = 0u32;
     for round in 1..=max_rounds {
         let reply = match llm.complete(&messages, tools, live).await {
             Ok(r) => r,
@@ -130,15 +137,33 @@ pub async fn run_loop<L: Complete, R: ToolRunner>(
         if reply.tool_calls.is_empty() {
             return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false }), messages);
         }
-        for (i, call) in reply.tool_calls.iter().enumerate() {
-            let content = if i < bounds.calls_per_round {
-                match runner.run(call).await {
-                    Ok(content) => content,
-                    Err(Suspend(why)) => return (Err(Error::Suspended(why)), messages),
+        let run = reply.tool_calls.len().min(bounds.calls_per_round);
+        let (now, skipped) = reply.tool_calls.split_at(run);
+        let first = calls_made;
+        calls_made += u32::try_from(reply.tool_calls.len()).unwrap_or(u32::MAX);
+        let numbered = now.iter().zip(first..);
+        let results = if now.len() > 1 && now.iter().all(|c| runner.concurrent(&c.name)) {
+            futures::future::join_all(numbered.map(|(call, nth)| runner.run(call, nth))).await
+        } else {
+            let mut results = Vec::with_capacity(now.len());
+            for (call, nth) in numbered {
+                let result = runner.run(call, nth).await;
+                let stop = result.is_err();
+                results.push(result);
+                if stop {
+                    break;
                 }
-            } else {
-                runner.skipped(call, bounds.calls_per_round)
-            };
+            }
+            results
+        };
+        for (call, result) in now.iter().zip(results) {
+            match result {
+                Ok(content) => messages.push(Message::Tool { call_id: call.id.clone(), content }),
+                Err(Suspend(why)) => return (Err(Error::Suspended(why)), messages),
+            }
+        }
+        for call in skipped {
+            let content = runner.skipped(call, bounds.calls_per_round);
             messages.push(Message::Tool { call_id: call.id.clone(), content });
         }
     }

@@ -14,10 +14,13 @@ use serde::Deserialize;
 mod cross;
 mod env;
 mod limits;
+mod mcp;
 mod sections;
 mod settings;
 mod validate;
 
+pub use crate::mcp::McpServer;
+pub use crate::tools::registry::Access as McpAccess;
 pub use limits::Limits;
 pub use sections::{
     Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Persona, Synchronous,
@@ -59,6 +62,8 @@ pub struct Config {
     pub logging: Logging,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    #[serde(default)]
+    pub mcp: Vec<McpServer>,
 }
 
 /// Reads a config file as written, without validating it or applying the environment (for

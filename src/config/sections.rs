@@ -151,6 +151,9 @@ pub struct Persona {
     /// Posted when the persona joins a room, if set.
     #[serde(default)]
     pub greeting: Option<String>,
+    /// The `[[mcp]]` servers (by name) whose tools this persona offers; all when unset.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -20,6 +20,8 @@ pub struct Settings {
     pub allow: Vec<Regex>,
     /// `limits.exempt`, compiled.
     pub exempt: Vec<Regex>,
+    /// Who may use each `[[mcp]]` server's tools, in order.
+    pub mcp_access: Vec<super::McpAccess>,
     /// What is allowed but unwise (secrets readable by others), for `check` and `serve`.
     pub warnings: Vec<String>,
 }

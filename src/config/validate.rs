@@ -7,7 +7,7 @@ use std::path::Path;
 use regex::Regex;
 use ruma::api::appservice::Registration;
 
-use super::{Config, Error, Persona, Settings, cross};
+use super::{Config, Error, Persona, Settings, cross, mcp};
 
 pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
     let mut problems = Vec::new();
@@ -111,6 +111,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
                 display_name: Some("richbot".to_owned()),
                 system_prompt: None,
                 greeting: None,
+                tools: None,
             });
         }
         let namespace: Vec<Regex> = reg.namespaces.users.iter().filter_map(|ns| Regex::new(&ns.regex).ok()).collect();
@@ -140,8 +141,9 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         config.access.allow.clone()
     };
     cross::access(&config, &config.access.allow, &mut problems);
-    let allow = user_patterns("access.allow", &patterns, &mut problems);
-    let exempt = user_patterns("limits.exempt", &config.limits.exempt, &mut problems);
+    let allow = mcp::patterns("access.allow", &patterns, &mut problems);
+    let exempt = mcp::patterns("limits.exempt", &config.limits.exempt, &mut problems);
+    let mcp_access = mcp::validate(&config.mcp, &personas, &mut problems);
     let l = &config.limits;
     for (key, value) in [
         ("turns_per_room_per_minute", u64::from(l.turns_per_room_per_minute)),
@@ -157,22 +159,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
 
     match (problems.is_empty(), registration, listen) {
         (true, Some(registration), Ok(listen)) => {
-            Ok(Settings { config, registration, listen, api_key, personas, allow, exempt, warnings })
+            Ok(Settings { config, registration, listen, api_key, personas, allow, exempt, mcp_access, warnings })
         }
         _ => Err(Error::Invalid(problems)),
     }
-}
-
-/// User id patterns (`@a:b`, `*:example.org`) as anchored regexes; a bad one is a problem
-/// naming `key[i]`.
-fn user_patterns(key: &str, patterns: &[String], problems: &mut Vec<String>) -> Vec<Regex> {
-    let mut out = Vec::new();
-    for (i, p) in patterns.iter().enumerate() {
-        let re = format!("^{}$", regex::escape(p).replace("\\*", ".*"));
-        match Regex::new(&re) {
-            Ok(re) => out.push(re),
-            Err(e) => problems.push(format!("{key}[{i}]: {e}")),
-        }
-    }
-    out
 }

@@ -6,6 +6,9 @@
 //! are handled (membership, a turn) and marked processed. A crash anywhere after the
 //! commit leaves the events pending, and they are handled after restart.
 //!
+//! A reaction to an approval notice is decided at the door (`crate::approval`) and settled:
+//! the turn that asked is waiting for it, and it starts nothing else.
+//!
 //! Triage starts at the door (`door.rs`): an event that can start nothing and change
 //! nothing richbot keeps (in a room no persona is in; chatter that addresses no persona)
 //! is stored already processed (history only), and no worker is queued for it. A busy
@@ -22,6 +25,7 @@ use ruma::OwnedRoomId;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::approval::Approvals;
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::personas::Personas;
@@ -49,6 +53,7 @@ pub struct Accepted {
 pub struct Inbox {
     store: Store,
     door: door::Door,
+    approvals: Approvals,
     metrics: Arc<Metrics>,
 }
 
@@ -60,7 +65,14 @@ impl Inbox {
         (personas, policy): (Personas, Policy),
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { door: door::Door { store: store.clone(), queue, personas, policy }, store, metrics }
+        let approvals = Approvals::new(store.clone());
+        Self { door: door::Door { store: store.clone(), queue, personas, policy }, store, approvals, metrics }
+    }
+
+    /// Decides approvals through `approvals` (the turns' own, so a decision wakes the turn
+    /// waiting for it at once).
+    pub fn with_approvals(self, approvals: Approvals) -> Self {
+        Self { approvals, ..self }
     }
 
     /// Whether the inbox can take transactions (its database answers): readiness.
@@ -72,8 +84,11 @@ impl Inbox {
     pub async fn accept(&self, txn_id: &str, events: &[&RawValue]) -> Result<Accepted, store::Error> {
         let total = events.len() as u64;
         let mut parsed: Vec<NewEvent> = events.iter().copied().filter_map(to_new_event).collect();
+        // Reactions to approval notices are decided and settled first (before the events
+        // are stored, so a retried transaction decides again; the first decision stands).
+        self.approvals.at_door(&mut parsed).await?;
         let mut rooms: Vec<OwnedRoomId> = Vec::new();
-        for event in &mut parsed {
+        for event in parsed.iter_mut().filter(|e| !e.processed) {
             event.processed = !self.door.needs_worker(event);
             if !event.processed && !rooms.contains(&event.room_id) {
                 rooms.push(event.room_id.clone());

@@ -83,7 +83,13 @@ impl Triage {
             None => None,
         };
         let used = read_used_id(event.content());
-        let buttons = if event.event_type == "m.reaction" {
+        // A reaction to an approval notice is the approval's (decided at the door), never
+        // a button press.
+        let approval_notice = match (&target, event.event_type.as_str()) {
+            (Some(m), "m.reaction") => !self.store.approvals_by_notice(&[m.event_id.as_str()]).await?.is_empty(),
+            _ => false,
+        };
+        let buttons = if event.event_type == "m.reaction" && !approval_notice {
             target
                 .as_ref()
                 .and_then(|m| read_payload(&m.content).and_then(|p| Rich::from_value(p).ok()))

@@ -15,6 +15,7 @@
 //! (redactions) instead of leaving it in free pages. The database and its WAL files are
 //! owner-only (0600): they hold every message richbot has seen.
 
+mod approvals;
 mod durable;
 mod events;
 mod meta;
@@ -35,6 +36,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
 
+pub use approvals::{Approval, NewApproval};
 pub use events::{NewEvent, StoredEvent};
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use sent::{NewSent, SentMessage};

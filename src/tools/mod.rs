@@ -1,5 +1,7 @@
-//! The `rich_send` / `rich_edit` tools: what the model is offered (`specs`) and the pure
-//! check every call goes through before anything is sent (`plan`).
+//! The tools: the registry of what a turn offers (`registry`: the rich tools and the MCP
+//! servers' ones, with their approval and concurrency flags), what the model is told of
+//! `rich_send` / `rich_edit` (`specs`), and the pure check every rich call goes through
+//! before anything is sent (`plan`).
 //!
 //! `plan` turns the model's arguments into a [`RichCall`] or a [`ToolError`] with a stable
 //! code, a one-line message and the JSON path, which the turn hands back to the model as
@@ -7,6 +9,7 @@
 //! edit a message or post in a room is decided later, by the turn, against the store.
 
 mod plan;
+pub mod registry;
 mod specs;
 
 use ruma::OwnedEventId;
@@ -15,6 +18,7 @@ use serde::Serialize;
 use crate::blocks::Rich;
 
 pub use plan::{MAX_FALLBACK, plan};
+pub use registry::{Offered, Toolbox};
 pub use specs::{EXAMPLE_CALL, RoomChoices, prompt_line, tool_specs};
 
 /// Tool names.
@@ -110,6 +114,14 @@ pub enum ToolErrorCode {
     Internal,
     /// A limit of the turn (tool calls per reply, writes per turn) was reached.
     LimitReached,
+    /// The tool ran and reported a failure (an MCP `isError` result, or the server
+    /// refused the call): the text says why.
+    ToolFailed,
+    /// The tool's server is down, broke off or did not answer in time; the same call may
+    /// work later.
+    ToolUnavailable,
+    /// The person asking did not allow the call (they said no, or did not answer in time).
+    NotApproved,
 }
 
 impl std::fmt::Display for ToolErrorCode {

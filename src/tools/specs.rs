@@ -48,7 +48,7 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
     let event_id = |what: &str| json!({"type": "string", "pattern": "^\\$\\S{1,254}$", "description": what});
     vec![
         ToolSpec {
-            name: RICH_SEND,
+            name: RICH_SEND.to_owned(),
             description: send_description(),
             parameters: json!({
                 "type": "object",
@@ -64,7 +64,7 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
             }),
         },
         ToolSpec {
-            name: RICH_EDIT,
+            name: RICH_EDIT.to_owned(),
             description: edit_description(edit_interval_ms),
             parameters: json!({
                 "type": "object",

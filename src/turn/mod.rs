@@ -21,21 +21,24 @@
 //! crash anywhere leaves the turn `running`; the room stage resumes it with the same id,
 //! so its writes reuse their transaction ids and nothing is posted twice.
 
+mod approve;
+mod clock;
 mod close;
 pub mod context;
+mod external;
 mod live;
 mod notices;
 mod outcome;
 mod record;
 mod runner;
+mod scope;
 mod targets;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ruma::{OwnedEventId, OwnedRoomId, OwnedUserId};
-
 use crate::agent::{self, Bounds, Llm, run_loop};
+use crate::approval::Approvals;
 use crate::blocks::WriterKey;
 use crate::budget::{self, Budget};
 use crate::clock::now_ms;
@@ -44,7 +47,8 @@ use crate::outbox::{Outbox, WriteId};
 use crate::personas::Personas;
 use crate::store::{self, Notice, Store, StoredEvent, TurnRecord, TurnRow};
 use crate::strings;
-use crate::tools::{prompt_line, tool_specs};
+use crate::tools::registry::For;
+use crate::tools::{Toolbox, prompt_line, tool_specs};
 
 /// The write number of a notice-only turn's notice: apart from any write the turn made
 /// before it became one (an undelivered answer).
@@ -65,27 +69,7 @@ fn millis(d: Duration) -> i64 {
 }
 pub use context::Press;
 pub use outcome::{Outcome, UnknownOutcome};
-
-/// Where a turn happens and for whom: what every part of the turn is scoped to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope {
-    pub room: OwnedRoomId,
-    pub persona: OwnedUserId,
-    pub asker: OwnedUserId,
-    /// The room has exactly the persona and one other member.
-    pub is_dm: bool,
-    /// The thread the turn answers in: new messages go there unless the model says otherwise.
-    pub thread: Option<OwnedEventId>,
-    /// The question the turn's text answers reply to (a group room's `reply` mode).
-    pub reply_to: Option<OwnedEventId>,
-}
-
-impl Scope {
-    /// How the turn's text answers relate to the conversation.
-    pub fn relation(&self) -> crate::render::Relation<'_> {
-        crate::render::Relation { reply_to: self.reply_to.as_deref(), thread: self.thread.as_deref() }
-    }
-}
+pub use scope::Scope;
 
 /// How a turn is run, from the configuration.
 #[derive(Debug, Clone, Copy)]
@@ -114,6 +98,8 @@ pub struct Turns {
     metrics: Arc<Metrics>,
     budget: Budget,
     limits: Limits,
+    toolbox: Toolbox,
+    approvals: Approvals,
 }
 
 impl Turns {
@@ -126,7 +112,14 @@ impl Turns {
         budget: Budget,
         limits: Limits,
     ) -> Self {
-        Self { store, llm, outbox, personas, metrics, budget, limits }
+        let approvals = Approvals::new(store.clone());
+        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox: Toolbox::default(), approvals }
+    }
+
+    /// Offers `toolbox`'s tools besides the rich ones, with approvals decided through
+    /// `approvals` (the inbox's).
+    pub fn with_tools(self, toolbox: Toolbox, approvals: Approvals) -> Self {
+        Self { toolbox, approvals, ..self }
     }
 
     /// Runs `turn` (answering `events`, with the button `presses` among them) to the end
@@ -165,17 +158,27 @@ impl Turns {
         };
         let messages = context::build(&situation, &history, presses);
         let choices = targets::choices(&self.store, &scope).await?;
-        let tools = tool_specs(&choices, self.outbox.interval_ms());
+        let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
+        let offered = self.toolbox.offer(tool_specs(&choices, self.outbox.interval_ms()), who);
+        let tools = offered.specs();
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
         let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, (&scope.room, &scope.asker));
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
         let recorded = record::Recorded::load(&metered, &self.store, &shown, turn.id).await?;
         let parts = (&self.store, &self.outbox, &shown);
-        let mut runner = runner::Runner::new(parts, &self.metrics, &scope, turn.id, self.limits);
+        let deadline = clock::Deadline::default();
+        let kit = runner::Kit {
+            metrics: &self.metrics,
+            offered: &offered,
+            mcp: self.toolbox.mcp(),
+            approvals: &self.approvals,
+            deadline: &deadline,
+        };
+        let runner = runner::Runner::new(parts, kit, &scope, turn.id, self.limits);
         let (live_text, _) = tokio::sync::watch::channel(String::new());
-        let bounded = run_loop(&recorded, messages, &tools, &mut runner, self.limits.bounds, &live_text);
-        let result = tokio::time::timeout(self.limits.deadline, bounded).await;
+        let bounded = run_loop(&recorded, messages, &tools, &runner, self.limits.bounds, &live_text);
+        let result = deadline.run(self.limits.deadline, bounded).await;
         let next = runner.next_write();
         typing.stop().await;
         let replayed = recorded.replayed();
@@ -242,31 +245,6 @@ impl Turns {
         let record = TurnRecord { outcome: outcome.to_string(), ..record };
         self.store.finish_turn(turn.id, &record, now_ms()).await?;
         Ok(outcome)
-    }
-
-    /// Where the turn answers: in the question's thread if it is in one; else, in a group
-    /// room, as the room's `!mode` says (a reply by default, a new thread, or plainly).
-    async fn scope(&self, turn: &TurnRow, events: &[StoredEvent]) -> Result<Scope, store::Error> {
-        let is_dm = self.store.joined_members(&turn.room_id).await?.len() == 2;
-        let question = events.iter().rev().find(|e| e.event_type == "m.room.message");
-        let mut thread =
-            events.last().and_then(StoredEvent::relation).and_then(|r| r.thread_root().map(ToOwned::to_owned));
-        let mut reply_to = None;
-        if let (false, None, Some(q)) = (is_dm, &thread, question) {
-            match self.store.room_mode(&turn.room_id).await?.as_deref() {
-                Some("thread") => thread = Some(q.event_id.clone()),
-                Some("flat") => {}
-                _ => reply_to = Some(q.event_id.clone()),
-            }
-        }
-        Ok(Scope {
-            room: turn.room_id.clone(),
-            persona: turn.persona.clone(),
-            asker: turn.asker.clone(),
-            is_dm,
-            thread,
-            reply_to,
-        })
     }
 
     /// Counts the model calls made (not those `replayed` from the record).

@@ -6,54 +6,85 @@
 //! code that says whose fault it is: the call's, a limit's, the homeserver's (for good, or
 //! for now), or richbot's.
 
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+
 use ruma::EventId;
 use serde_json::{Value, json};
 
+use super::clock::Deadline;
 use super::live::Live;
 use super::targets::{self, internal};
 use super::{Limits, Scope};
 use crate::agent::{Suspend, ToolCall, ToolRunner};
+use crate::approval::Approvals;
 use crate::blocks::Rich;
+use crate::mcp::Mcp;
 use crate::metrics::Metrics;
 use crate::outbox::{self, Outbox, Write, WriteId};
 use crate::render::{self, Relation};
 use crate::store::Store;
+use crate::tools::Offered;
+use crate::tools::registry::Kind;
 use crate::tools::{RichCall, RoomTarget, ToolError, ToolErrorCode, plan};
+
+/// What a turn's tool calls reach beyond the store and the outbox.
+pub struct Kit<'a> {
+    pub metrics: &'a Metrics,
+    /// The tools this turn offers.
+    pub offered: &'a Offered,
+    pub mcp: &'a Mcp,
+    pub approvals: &'a Approvals,
+    /// Stopped while a call waits for the asker.
+    pub deadline: &'a Deadline,
+}
 
 /// One turn's tool runner.
 pub struct Runner<'a> {
-    store: &'a Store,
-    outbox: &'a Outbox,
+    pub(super) store: &'a Store,
+    pub(super) outbox: &'a Outbox,
     live: &'a Live<'a>,
-    metrics: &'a Metrics,
-    scope: &'a Scope,
-    turn: i64,
-    limits: Limits,
+    pub(super) kit: Kit<'a>,
+    pub(super) scope: &'a Scope,
+    pub(super) turn: i64,
+    pub(super) limits: Limits,
     /// The next write's number within the turn (shared with the final answer).
-    seq: i64,
+    seq: AtomicI64,
     /// Sends and edits made so far.
-    writes: u32,
+    writes: AtomicU32,
+    /// The asker refused (or let time out) an approval in this turn: it asks no more.
+    pub(super) declined: AtomicBool,
 }
 
 impl<'a> Runner<'a> {
     pub fn new(
         (store, outbox, live): (&'a Store, &'a Outbox, &'a Live<'a>),
-        metrics: &'a Metrics,
+        kit: Kit<'a>,
         scope: &'a Scope,
         turn: i64,
         limits: Limits,
     ) -> Self {
-        Self { store, outbox, live, metrics, scope, turn, limits, seq: 0, writes: 0 }
+        Self {
+            store,
+            outbox,
+            live,
+            kit,
+            scope,
+            turn,
+            limits,
+            seq: AtomicI64::new(0),
+            writes: AtomicU32::new(0),
+            declined: AtomicBool::new(false),
+        }
     }
 
     /// The id the turn's next write (its final answer) takes.
     pub fn next_write(&self) -> WriteId {
-        WriteId { turn: self.turn, seq: self.seq }
+        WriteId { turn: self.turn, seq: self.seq.load(Ordering::Relaxed) }
     }
 }
 
 /// Why a call did not complete: the model's to fix (a tool error), or not now (suspend).
-enum Stop {
+pub(super) enum Stop {
     Tool(ToolError),
     Suspend(String),
 }
@@ -68,10 +99,15 @@ impl From<ToolError> for Stop {
 const SLOW_TOOL: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ToolRunner for Runner<'_> {
-    async fn run(&mut self, call: &ToolCall) -> Result<String, Suspend> {
+    async fn run(&self, call: &ToolCall, nth: u32) -> Result<String, Suspend> {
         let live = self.live;
+        let tool = self.kit.offered.get(&call.name);
+        if tool.is_some_and(|t| t.needs_approval) {
+            // Its wait for the asker is not slowness: the approval notice says what waits.
+            return self.settle(call, self.dispatch(call, nth).await);
+        }
         let result = {
-            let work = self.execute(call);
+            let work = self.dispatch(call, nth);
             tokio::pin!(work);
             tokio::select! {
                 r = &mut work => r,
@@ -84,23 +120,14 @@ impl ToolRunner for Runner<'_> {
                 }
             }
         };
-        match result {
-            Ok(v) => {
-                self.metrics.tool_call(&call.name, "ok");
-                if let Some(waited) = v.get("waited_ms").and_then(Value::as_u64) {
-                    Metrics::add(&self.metrics.edit_wait_ms, waited);
-                }
-                Ok(v.to_string())
-            }
-            Err(Stop::Tool(e)) => Ok(self.refused(call, &e)),
-            Err(Stop::Suspend(why)) => {
-                tracing::warn!(tool = %call.name, why, "the write cannot be made now; the turn will resume");
-                Err(Suspend(why))
-            }
-        }
+        self.settle(call, result)
     }
 
-    fn skipped(&mut self, call: &ToolCall, limit: usize) -> String {
+    fn concurrent(&self, name: &str) -> bool {
+        self.kit.offered.get(name).is_some_and(|t| t.concurrent)
+    }
+
+    fn skipped(&self, call: &ToolCall, limit: usize) -> String {
         let e = ToolError::new(
             ToolErrorCode::LimitReached,
             format!("at most {limit} tool calls are run per reply; this one was not. Make fewer calls."),
@@ -112,33 +139,66 @@ impl ToolRunner for Runner<'_> {
 impl Runner<'_> {
     fn refused(&self, call: &ToolCall, e: &ToolError) -> String {
         tracing::info!(tool = %call.name, code = %e.code, error = %e.error, "tool call refused");
-        self.metrics.tool_call(&call.name, &e.code.to_string());
+        self.kit.metrics.tool_call(&call.name, &e.code.to_string());
         e.to_result()
+    }
+
+    /// The tool result for the model, or the suspension of the turn.
+    fn settle(&self, call: &ToolCall, result: Result<Value, Stop>) -> Result<String, Suspend> {
+        match result {
+            Ok(v) => {
+                self.kit.metrics.tool_call(&call.name, "ok");
+                if let Some(waited) = v.get("waited_ms").and_then(Value::as_u64) {
+                    Metrics::add(&self.kit.metrics.edit_wait_ms, waited);
+                }
+                // A tool's own text goes back as it is; richbot's results are JSON.
+                Ok(match v {
+                    Value::String(text) => text,
+                    v => v.to_string(),
+                })
+            }
+            Err(Stop::Tool(e)) => Ok(self.refused(call, &e)),
+            Err(Stop::Suspend(why)) => {
+                tracing::warn!(tool = %call.name, why, "the call cannot be made now; the turn will resume");
+                Err(Suspend(why))
+            }
+        }
+    }
+
+    /// Sends the call where its tool lives; a name this turn did not offer is unknown.
+    async fn dispatch(&self, call: &ToolCall, nth: u32) -> Result<Value, Stop> {
+        let args = arguments(call)?;
+        match self.kit.offered.get(&call.name).map(|t| (t, &t.kind)) {
+            Some((tool, Kind::Mcp { server, tool: name })) => self.external(tool, (*server, name), &args, nth).await,
+            _ => self.execute(call, &args).await,
+        }
     }
 }
 
+/// The call's arguments as JSON (`null` when empty).
+fn arguments(call: &ToolCall) -> Result<Value, ToolError> {
+    if call.arguments.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&call.arguments).map_err(|e| {
+        ToolError::new(
+            ToolErrorCode::InvalidArguments,
+            format!("arguments are not valid JSON ({e}); send one JSON object"),
+        )
+    })
+}
+
 impl Runner<'_> {
-    async fn execute(&mut self, call: &ToolCall) -> Result<Value, Stop> {
-        let args: Value = if call.arguments.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&call.arguments).map_err(|e| {
-                ToolError::new(
-                    ToolErrorCode::InvalidArguments,
-                    format!("arguments are not valid JSON ({e}); send one JSON object"),
-                )
-            })?
-        };
-        let planned = plan(&call.name, &args)?;
-        if self.writes >= self.limits.writes_per_turn {
+    async fn execute(&self, call: &ToolCall, args: &Value) -> Result<Value, Stop> {
+        let planned = plan(&call.name, args)?;
+        let limit = self.limits.writes_per_turn;
+        if self.writes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| (w < limit).then_some(w + 1)).is_err() {
             return Err(Stop::Tool(ToolError::new(
                 ToolErrorCode::LimitReached,
-                format!("at most {} messages and edits per turn; finish with text", self.limits.writes_per_turn),
+                format!("at most {limit} messages and edits per turn; finish with text"),
             )));
         }
-        self.writes += 1;
-        let id = self.next_write();
-        self.seq += 1;
+        let id = WriteId { turn: self.turn, seq: self.seq.fetch_add(1, Ordering::Relaxed) };
         let scope = self.scope;
         let key = self.limits.key;
         match planned {
@@ -217,7 +277,7 @@ fn render_error(e: render::Error) -> ToolError {
 
 /// A write that did not land: refused for good goes back to the model; unreachable (or a
 /// database failure) suspends the turn, to be resumed from its record.
-fn outbox_error(e: outbox::Error) -> Stop {
+pub(super) fn outbox_error(e: outbox::Error) -> Stop {
     match e {
         outbox::Error::NotOwner => Stop::Tool(ToolError::at(
             ToolErrorCode::NotOwner,

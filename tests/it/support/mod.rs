@@ -3,6 +3,7 @@
 
 pub mod fake_hs;
 pub mod llm;
+pub mod mcp;
 pub mod synapse;
 
 use std::future::Future;

@@ -3,6 +3,9 @@
 //! replace), `m.mentions: {}` so the bot pings nobody by accident, and every number made
 //! Matrix-safe. Sizes are checked here, where the final content exists.
 
+mod notice;
+pub use notice::{notice, notice_edit, rich_notice};
+
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
@@ -200,14 +203,6 @@ pub fn live(markdown: &str, rel: Relation<'_>, original: Option<&EventId>) -> Re
     if original.is_some() {
         content["m.new_content"][LIVE] = json!({});
     }
-    Ok(content)
-}
-
-/// richbot's own status, error or limit message: an `m.notice` (which bots do not
-/// answer), optionally in a thread.
-pub fn notice(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> {
-    let mut content = text(markdown, thread)?;
-    content["msgtype"] = json!("m.notice");
     Ok(content)
 }
 

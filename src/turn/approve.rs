@@ -1,0 +1,216 @@
+//! Asking the asker: for a tool that needs approval, the turn opens an approval (stored,
+//! with its deadline), posts an `m.notice` that names the tool and its arguments with
+//! Allow / Deny buttons (reactions ✅ / ❌) and mentions the asker, and waits for the
+//! decision with its deadline stopped (`crate::approval` decides at the inbox door).
+//! Once decided, the notice is edited to say what happened, and its buttons go.
+//!
+//! The notice and its edit have write numbers fixed by the call's number, so a resumed
+//! turn finds them in the outbox instead of asking twice.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ruma::{OwnedEventId, OwnedUserId};
+use serde_json::{Value, json};
+
+use super::runner::{Runner, Stop, outbox_error};
+use crate::approval::{ALLOW_KEY, DENY_KEY};
+use crate::clock::now_ms;
+use crate::outbox::{Write, WriteId};
+use crate::render;
+use crate::store::NewApproval;
+use crate::tools::registry::Tool;
+use crate::tools::{ToolError, ToolErrorCode};
+
+pub use crate::approval::Decision;
+
+/// Write numbers of approval notices (plus the call's number), and of their closing edits.
+const ASK_SEQ: i64 = 2_000_000;
+const CLOSE_SEQ: i64 = 3_000_000;
+
+/// Characters of the arguments the notice shows at most.
+const SHOWN_ARGS: usize = 600;
+
+/// An approval, decided.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub decision: Decision,
+    /// Not asked: the asker already said no (or nothing) to a call in this turn.
+    again: bool,
+    notice: Option<OwnedEventId>,
+    tool: String,
+    asker: OwnedUserId,
+    timeout: Duration,
+}
+
+impl Asked {
+    /// The tool error's message for a call that was not allowed.
+    pub fn refusal(&self) -> String {
+        let (tool, asker) = (&self.tool, &self.asker);
+        if self.again {
+            return format!(
+                "{asker} did not allow an earlier call in this turn, so {tool} was not run and they were not asked \
+                 again; tell them what you wanted to do"
+            );
+        }
+        match self.decision {
+            Decision::Timeout => format!(
+                "{asker} did not allow {tool} within {}, so it was not run; tell them, and ask again only if they want",
+                span(self.timeout)
+            ),
+            _ => format!("{asker} did not allow {tool}, so it was not run; do not call it again unless they ask"),
+        }
+    }
+
+    /// What the notice says once decided.
+    fn outcome(&self) -> String {
+        let (tool, asker) = (&self.tool, &self.asker);
+        match self.decision {
+            Decision::Allow => format!("✅ {asker} allowed `{tool}`; it runs."),
+            Decision::Deny => format!("❌ {asker} did not allow `{tool}`; it was not run."),
+            Decision::Timeout => {
+                format!("⌛ No answer from {asker} within {}: `{tool}` was not run.", span(self.timeout))
+            }
+        }
+    }
+}
+
+/// `120 s` -> `2 min`, `90 s` -> `90 s`.
+fn span(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 && s.is_multiple_of(60) { format!("{} min", s / 60) } else { format!("{s} s") }
+}
+
+fn store_stop(e: impl std::fmt::Display) -> Stop {
+    Stop::Suspend(format!("store: {e}"))
+}
+
+/// Asks the turn's asker to allow call `nth` of `tool` with `args`, and waits for them.
+/// After a no (or no answer) the turn asks no more: a model cannot hold a room with one
+/// request after another.
+pub async fn ask(r: &Runner<'_>, tool: &Tool, args: &Value, nth: u32) -> Result<Asked, Stop> {
+    let scope = r.scope;
+    let mut asked = Asked {
+        decision: Decision::Deny,
+        again: true,
+        notice: None,
+        tool: tool.spec.name.clone(),
+        asker: scope.asker.clone(),
+        timeout: tool.approval_timeout,
+    };
+    if r.declined.load(Ordering::Acquire) {
+        return Ok(asked);
+    }
+    let now = now_ms();
+    let timeout = tool.approval_timeout;
+    let opened = r
+        .store
+        .open_approval(&NewApproval {
+            turn_id: r.turn,
+            nth,
+            room_id: &scope.room,
+            asker: &scope.asker,
+            tool: &tool.spec.name,
+            now,
+            expires_at: now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)),
+        })
+        .await
+        .map_err(store_stop)?;
+    let mut notice = opened.notice_event.clone();
+    if opened.decision.is_none() && notice.is_none() {
+        let (fallback, payload) = request(&scope.asker, &tool.spec.name, args, timeout);
+        let thread = scope.thread.as_deref();
+        let mut content = render::rich_notice(&fallback, &payload, r.limits.key, thread)
+            .map_err(|e| Stop::Tool(ToolError::new(ToolErrorCode::Internal, format!("the approval request: {e}"))))?;
+        content["m.mentions"] = json!({"user_ids": [scope.asker]});
+        let write = Write {
+            id: WriteId { turn: r.turn, seq: ASK_SEQ + i64::from(nth) },
+            room: &scope.room,
+            persona: &scope.persona,
+        };
+        let event = r.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
+        r.store.set_approval_notice(opened.id, &event).await.map_err(store_stop)?;
+        tracing::info!(turn = r.turn, tool = %tool.spec.name, notice = %event, "asked the asker to allow a tool call");
+        notice = Some(event);
+    }
+    let decision = r.kit.deadline.paused(r.kit.approvals.wait(&opened)).await.map_err(store_stop)?;
+    if decision != Decision::Allow {
+        r.declined.store(true, Ordering::Release);
+    }
+    asked.decision = decision;
+    asked.again = false;
+    asked.notice = notice;
+    Ok(asked)
+}
+
+/// Edits the notice to say how it was decided (best effort: it is only a display).
+pub async fn close(r: &Runner<'_>, asked: &Asked, nth: u32) {
+    let Some(notice) = &asked.notice else { return };
+    let Ok(content) = render::notice_edit(notice, &asked.outcome()) else { return };
+    let scope = r.scope;
+    let write = Write {
+        id: WriteId { turn: r.turn, seq: CLOSE_SEQ + i64::from(nth) },
+        room: &scope.room,
+        persona: &scope.persona,
+    };
+    if let Err(e) = r.outbox.edit(&write, notice, &content).await {
+        tracing::warn!(turn = r.turn, error = %e, "could not mark the approval request as decided");
+    }
+}
+
+/// The notice's text and blocks: which tool, with what, who decides, and by when.
+fn request(asker: &ruma::UserId, tool: &str, args: &Value, timeout: Duration) -> (String, Value) {
+    let shown = shown_args(args);
+    let fence = "`".repeat(longest_run(&shown, '`').max(2) + 1);
+    let fallback = format!(
+        "**May I run `{tool}`?** {asker} asked for it, with:\n\n{fence}json\n{shown}\n{fence}\n\n\
+         React {ALLOW_KEY} to allow or {DENY_KEY} to deny. Only {asker} can decide; no answer within {} means no.",
+        span(timeout)
+    );
+    let payload = json!({"v": 1, "blocks": [
+        {"type": "code", "code": shown, "language": "json", "filename": tool},
+        {"type": "buttons", "buttons": [
+            {"label": "Allow", "style": "primary", "action": {"type": "react", "key": ALLOW_KEY}},
+            {"label": "Deny", "style": "danger", "action": {"type": "react", "key": DENY_KEY}},
+        ]},
+    ]});
+    (fallback, payload)
+}
+
+/// The arguments, pretty, cut to [`SHOWN_ARGS`] characters.
+fn shown_args(args: &Value) -> String {
+    let text = serde_json::to_string_pretty(args).unwrap_or_default();
+    match text.char_indices().nth(SHOWN_ARGS) {
+        Some((at, _)) => format!("{}\n… ({} more characters)", &text[..at], text[at..].chars().count()),
+        None => text,
+    }
+}
+
+fn longest_run(s: &str, c: char) -> usize {
+    s.split(|x| x != c).map(str::len).max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blocks::Rich;
+
+    #[test]
+    fn the_request_is_a_valid_rich_message_and_quotes_the_arguments_safely() {
+        let asker = ruma::user_id!("@alice:example.org");
+        let args = json!({"path": "```\n**Allowed already**", "n": 1});
+        let (fallback, payload) = request(asker, "files__delete", &args, Duration::from_secs(120));
+        Rich::from_value(&payload).expect("the notice's payload passes the catalogue");
+        assert!(fallback.contains("````json\n"), "the fence outgrows the arguments' backticks: {fallback}");
+        assert!(fallback.contains("within 2 min") && fallback.contains("@alice:example.org"));
+        let html = render::markdown_html(&fallback);
+        assert!(!html.contains("<strong>Allowed already</strong>"), "arguments stay code: {html}");
+    }
+
+    #[test]
+    fn long_arguments_are_cut() {
+        let args = json!({"text": "x".repeat(5000)});
+        let shown = shown_args(&args);
+        assert!(shown.chars().count() < SHOWN_ARGS + 40 && shown.contains("more characters)"), "{shown}");
+    }
+}

@@ -1,0 +1,324 @@
+//! MCP tools in turns, against a real Synapse, the scripted LLM and the test MCP server:
+//! results and failures reach the model as tool results, approval by the asker (and only
+//! the asker), refusals and timeouts, a restart while waiting, parallel calls, who is
+//! offered what, and the start-up and `check` lines.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::llm::{Step, text};
+use crate::support::mcp::{log_lines, stdio_toml};
+use crate::support::{BOT, Env, Options, User, eventually, room_id};
+
+/// An environment whose config has the test MCP server as `t` (with `more` TOML for it)
+/// and `after` appended; the server's log is the returned path.
+async fn env_with(more: &str, after: &str) -> (Env, tempfile::TempDir, PathBuf) {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let log = logs.path().join("mcp.log");
+    let extra_toml = format!("{}{after}", stdio_toml("t", &log, &[], more));
+    let env = Env::start_with(Options { extra_toml, ..Default::default() }).await;
+    (env, logs, log)
+}
+
+fn calls(list: &[(&str, Value)]) -> Step {
+    Step::Calls(list.iter().map(|(n, a)| ((*n).to_owned(), a.to_string())).collect())
+}
+
+/// The tool results of a request's last round, in order, as sent.
+fn results(request: &Value) -> Vec<String> {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let last_assistant = messages.iter().rposition(|m| m["role"] == "assistant").unwrap_or(0);
+    messages[last_assistant..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn code(result: &str) -> String {
+    serde_json::from_str::<Value>(result).ok().and_then(|v| v["code"].as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn ran(log: &std::path::Path, tool: &str) -> Vec<String> {
+    log_lines(log).into_iter().filter(|l| l.starts_with(&format!("ran {tool} "))).collect()
+}
+
+/// The persona's approval requests in `room` (not their edits).
+async fn approval_notices(user: &User, room: &str) -> Vec<Value> {
+    user.messages_from(room, BOT)
+        .await
+        .into_iter()
+        .filter(|m| {
+            m["content"]["msgtype"] == "m.notice"
+                && m["content"]["body"].as_str().is_some_and(|b| b.contains("May I run"))
+        })
+        .collect()
+}
+
+async fn wait_notice(env: &Env, room: &str) -> String {
+    let alice = env.alice.clone();
+    let notice = eventually("the approval request", Duration::from_secs(30), || {
+        let alice = alice.clone();
+        async move { approval_notices(&alice, room).await.into_iter().next() }
+    })
+    .await;
+    notice["event_id"].as_str().expect("id").to_owned()
+}
+
+async fn react(user: &User, room: &str, target: &str, key: &str) -> String {
+    user.send(room, "m.reaction", json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": target, "key": key}}))
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_results_and_failures_reach_the_model_and_the_turn_still_answers() {
+    let (env, _logs, log) = env_with("", "").await;
+    env.llm.script([
+        calls(&[("t__echo", json!({"text": "pong"})), ("t__fail", json!({"why": "boom"}))]),
+        calls(&[("t__die", json!({}))]),
+        text("All done."),
+    ]);
+    let room = env.dm().await;
+    env.alice.say(&room, "use your tools").await;
+    let msgs = env.wait_messages(&room, BOT, 1).await;
+    assert_eq!(msgs[0]["content"]["body"], "All done.");
+    let requests = env.llm.requests();
+    let tools = offered(&requests[0]);
+    for name in ["rich_send", "rich_edit", "t__echo", "t__fail", "t__die", "t__delete"] {
+        assert!(tools.iter().any(|t| t == name), "{name} offered: {tools:?}");
+    }
+    let first = results(&requests[1]);
+    assert_eq!(first[0], "pong");
+    assert_eq!(code(&first[1]), "tool_failed", "{first:?}");
+    assert!(first[1].contains("failed on purpose: boom"), "{first:?}");
+    let second = results(&requests[2]);
+    assert_eq!(code(&second[0]), "tool_unavailable", "a server that dies mid-call: {second:?}");
+    assert!(second[0].contains("MCP server t"), "{second:?}");
+    assert_eq!(env.wait_turns(&room, 1).await[0].0, "answered");
+    assert_eq!(ran(&log, "echo").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_gated_call_runs_on_the_askers_check_mark_and_no_one_elses() {
+    let (env, _logs, log) = env_with("approval = [\"delete\"]", "").await;
+    env.llm.script([calls(&[("t__delete", json!({"path": "/srv/share/old.txt"}))]), text("Deleted.")]);
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+    env.alice.say(&room, "Richbot, delete old.txt please").await;
+    let notice = wait_notice(&env, &room).await;
+    let asked = approval_notices(&env.alice, &room).await.remove(0);
+    let content = &asked["content"];
+    assert_eq!(content["m.mentions"], json!({"user_ids": ["@alice:localhost"]}));
+    let body = content["body"].as_str().expect("body");
+    assert!(body.contains("t__delete") && body.contains("/srv/share/old.txt") && body.contains("✅"), "{body}");
+    let blocks = content["com.ianm.mtrix"]["blocks"].as_array().expect("blocks");
+    assert_eq!(blocks[1]["buttons"][0]["action"], json!({"type": "react", "key": "✅"}));
+
+    // Bob is not the asker: his ❌ and ✅ count for nothing (a counted ❌ would refuse).
+    react(&env.bob, &room, &notice, "❌").await;
+    react(&env.bob, &room, &notice, "✅").await;
+    let yes = react(&env.alice, &room, &notice, "✅\u{fe0f}").await;
+    let msgs = eventually("the answer", Duration::from_secs(30), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Deleted.").then_some(m)
+    })
+    .await;
+    assert_eq!(ran(&log, "delete"), [r#"ran delete {"path": "/srv/share/old.txt"}"#]);
+    assert_eq!(results(&env.llm.requests()[1]), ["deleted /srv/share/old.txt"]);
+    let store = env.store().await;
+    let approval = store.approvals_by_notice(&[notice.as_str()]).await.expect("approvals").remove(0);
+    assert_eq!(approval.decision.as_deref(), Some("allow"));
+    assert_eq!(approval.decided_by.as_ref().map(|e| e.as_str()), Some(yes.as_str()), "decided by the asker's reaction");
+    let edited = msgs.iter().any(|m| {
+        m["content"]["m.relates_to"]["event_id"] == notice.as_str()
+            && m["content"]["m.new_content"]["body"].as_str().is_some_and(|b| b.contains("allowed `t__delete`"))
+    });
+    assert!(edited, "the request says it was allowed: {msgs:#?}");
+    let turns = env.wait_turns(&room, 1).await;
+    assert_eq!(turns.len(), 1, "no reaction started a turn of its own: {turns:?}");
+    assert_eq!(store.pending_events(&room_id(&room)).await.expect("pending").len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_or_no_answer_is_not_approved_and_the_wait_is_not_the_turns_time() {
+    // The turn deadline (4 s) is shorter than the approval timeout (6 s): only a deadline
+    // that stops while the asker decides lets the model hear "not approved" and answer.
+    let (env, _logs, log) =
+        env_with("approval = [\"delete\"]\napproval_timeout_secs = 6", "[limits]\nturn_deadline_secs = 4\n").await;
+    env.llm.script([
+        calls(&[("t__delete", json!({"path": "/a"})), ("t__delete", json!({"path": "/a2"}))]),
+        text("Not deleted, as you said."),
+        calls(&[("t__delete", json!({"path": "/b"}))]),
+        text("No answer, so I left it."),
+    ]);
+    let room = env.dm().await;
+    env.alice.say(&room, "delete /a").await;
+    let notice = wait_notice(&env, &room).await;
+    react(&env.alice, &room, &notice, "❌").await;
+    let msgs = env.wait_messages(&room, BOT, 3).await;
+    assert!(msgs.iter().any(|m| m["content"]["body"] == "Not deleted, as you said."), "{msgs:#?}");
+    let refused = results(&env.llm.requests()[1]);
+    assert_eq!(code(&refused[0]), "not_approved", "{refused:?}");
+    assert_eq!(code(&refused[1]), "not_approved", "{refused:?}");
+    assert!(refused[1].contains("not asked again"), "one no is enough for a turn: {refused:?}");
+    assert_eq!(approval_notices(&env.alice, &room).await.len(), 1, "asked once in the turn");
+
+    env.alice.say(&room, "delete /b").await;
+    let answer = eventually("the answer after the timeout", Duration::from_secs(40), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.into_iter().find(|m| m["content"]["body"] == "No answer, so I left it.")
+    })
+    .await;
+    assert!(answer["content"]["body"].is_string());
+    let timed_out = results(&env.llm.requests()[3]);
+    assert_eq!(code(&timed_out[0]), "not_approved", "{timed_out:?}");
+    assert!(timed_out[0].contains("within 6 s"), "{timed_out:?}");
+    assert!(ran(&log, "delete").is_empty(), "nothing was deleted: {:?}", log_lines(&log));
+    assert_eq!(approval_notices(&env.alice, &room).await.len(), 2, "a new turn asks again");
+    let turns = env.wait_turns(&room, 2).await;
+    assert!(turns.iter().all(|t| t.0 == "answered"), "neither turn hit its deadline: {turns:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_while_waiting_for_approval_resumes_the_wait() {
+    let (mut env, _logs, log) = env_with("approval = [\"delete\"]", "").await;
+    let room = env.dm().await;
+    env.bot.stop().await;
+    let health = format!("http://{}/health", env.bot_addr);
+    let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    env.llm.script([calls(&[("t__delete", json!({"path": "/c"}))]), text("Deleted after the restart.")]);
+    env.alice.say(&room, "delete /c").await;
+    let notice = wait_notice(&env, &room).await;
+    serve.start_kill().expect("SIGKILL");
+    let _ = serve.wait().await;
+    // Decided while richbot is down: the homeserver delivers it after the restart.
+    react(&env.alice, &room, &notice, "✅").await;
+    let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let msgs = eventually("the answer", Duration::from_secs(40), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Deleted after the restart.").then_some(m)
+    })
+    .await;
+    assert_eq!(ran(&log, "delete").len(), 1, "{:?}", log_lines(&log));
+    assert_eq!(approval_notices(&env.alice, &room).await.len(), 1, "asked once: {msgs:#?}");
+    assert_eq!(env.llm.requests().len(), 2, "the call was replayed from the record, not asked again");
+    serve.start_kill().expect("kill");
+    let _ = serve.wait().await;
+    env.start_bot_again().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_overlap_and_the_others_take_turns() {
+    let (env, _logs, _log) = env_with("concurrent = [\"slow\"]", "").await;
+    let slow = |tool: &str, tag: &str| (tool.to_owned(), json!({"tag": tag, "ms": 700}));
+    let (a, b, c, d) =
+        (slow("t__slow", "a"), slow("t__slow", "b"), slow("t__slow_serial", "c"), slow("t__slow_serial", "d"));
+    env.llm.script([calls(&[(&a.0, a.1), (&b.0, b.1)]), calls(&[(&c.0, c.1), (&d.0, d.1)]), text("timed")]);
+    let room = env.dm().await;
+    env.alice.say(&room, "race").await;
+    env.wait_messages(&room, BOT, 1).await;
+    let times = |request: &Value| -> Vec<(String, f64, f64)> {
+        results(request)
+            .iter()
+            .map(|r| {
+                let v: Value = serde_json::from_str(r).unwrap_or_else(|_| panic!("a slow result: {r}"));
+                (
+                    v["tag"].as_str().expect("tag").to_owned(),
+                    v["start"].as_f64().expect("start"),
+                    v["end"].as_f64().expect("end"),
+                )
+            })
+            .collect()
+    };
+    let requests = env.llm.requests();
+    let together = times(&requests[1]);
+    assert_eq!((together[0].0.as_str(), together[1].0.as_str()), ("a", "b"), "results in the model's order");
+    assert!(together[1].1 < together[0].2, "concurrent calls overlap: {together:?}");
+    let apart = times(&requests[2]);
+    assert!(apart[1].1 >= apart[0].2, "calls not listed as concurrent run one after the other: {apart:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_offered_by_persona_user_and_room() {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let log = logs.path().join("mcp.log");
+    let extra_toml = format!(
+        "{}{}{}[[personas]]\nlocalpart = \"rb_files\"\ndisplay_name = \"Files\"\ntools = [\"t\"]\n",
+        stdio_toml("t", &log, &[], "users = [\"@bob:localhost\"]"),
+        // Room ids of room version 12 have no server part.
+        stdio_toml("u", &log, &[], "rooms = [\"!*\"]"),
+        stdio_toml("v", &log, &[], "rooms = [\"!no-such-room:localhost\"]"),
+    );
+    let env = Env::start_with(Options { extra_toml, ..Default::default() }).await;
+    env.llm.respond_with(|_| text("ok"));
+    let servers_of = |request: &Value| -> Vec<String> {
+        let mut s: Vec<String> =
+            offered(request).iter().filter_map(|t| t.split_once("__").map(|(s, _)| s.to_owned())).collect();
+        s.dedup();
+        s
+    };
+    let asks = [
+        (&env.alice, BOT, vec!["u"]),
+        (&env.bob, BOT, vec!["t", "u"]),
+        (&env.bob, "@rb_files:localhost", vec!["t"]),
+        (&env.alice, "@rb_files:localhost", vec![]),
+    ];
+    for (i, (user, persona, expected)) in asks.into_iter().enumerate() {
+        let room = user.create_room(&[persona], true).await;
+        env.wait_joined_seen_by(user, &room, persona).await;
+        user.say(&room, "what can you do?").await;
+        let request =
+            eventually("the model is asked", Duration::from_secs(30), || async { env.llm.requests().get(i).cloned() })
+                .await;
+        assert_eq!(servers_of(&request), expected, "{} asking {persona}", if i % 2 == 0 { "one" } else { "another" });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_refuses_names_it_cannot_offer_and_check_reports_each_server() {
+    let (mut env, _logs, log) = env_with("", "").await;
+    env.bot.stop().await;
+    let base = std::fs::read_to_string(&env.config_path).expect("config");
+    let long = "a_tool_whose_name_is_far_too_long_to_be_offered_to_any_model";
+    let bad = env.dir.path().join("bad.toml");
+    std::fs::write(&bad, format!("{base}{}", stdio_toml("files", &log, &["--extra-tool", long], ""))).expect("write");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(["serve", "--config", bad.to_str().expect("utf8")])
+        .output()
+        .await
+        .expect("serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "serve must not start: {stderr}");
+    assert!(stderr.contains(&format!("files__{long}")) && stderr.contains("at most 64"), "{stderr}");
+
+    let checked = env.dir.path().join("check.toml");
+    std::fs::write(&checked, format!("{base}[[mcp]]\nname = \"gone\"\ncommand = \"/nonexistent/server\"\n"))
+        .expect("write");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(["check", "--config", checked.to_str().expect("utf8")])
+        .output()
+        .await
+        .expect("check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l.starts_with("ok   mcp t: ") && l.ends_with(" tools")), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("FAIL mcp gone: ") && l.contains("cannot start /nonexistent/server")),
+        "{stdout}"
+    );
+    assert!(!out.status.success(), "a failing line fails the check");
+    env.start_bot_again().await;
+}
