@@ -67,7 +67,7 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
     } else {
         lines.push(line("appservice ping", Err("skipped: the homeserver is unreachable".to_owned())));
     }
-    lines.push(line("llm", llm(settings, &parts).await));
+    lines.extend(llms(settings, &parts).await);
     lines.extend(mcp(settings).await);
     parts.store.close().await;
     lines
@@ -160,18 +160,71 @@ async fn mcp(settings: &Settings) -> Vec<Line> {
     lines
 }
 
-/// The LLM endpoint: there, takes the key, and offers the configured model.
-async fn llm(settings: &Settings, parts: &Parts) -> Result<String, String> {
-    let base = &settings.config.llm.base_url;
-    let model = &settings.config.llm.model;
-    let models = parts.llm.probe().await.map_err(|p| p.explain(base, parts.llm.has_key()))?;
-    if !models.is_empty() && !models.iter().any(|m| m == model) {
-        let offered: Vec<&str> = models.iter().take(8).map(String::as_str).collect();
+/// Each distinct LLM endpoint once (a URL and a key): `[llm]`'s as `llm`, a persona's own
+/// as `llm for <localparts>`. There, takes the key, and offers every model asked of it.
+async fn llms(settings: &Settings, parts: &Parts) -> Vec<Line> {
+    struct Group<'a> {
+        base: &'a str,
+        key: Option<&'a String>,
+        /// Each model asked of it, with the key that asks for it.
+        models: Vec<(&'a str, String)>,
+        personas: Vec<&'a str>,
+    }
+    let l = &settings.config.llm;
+    let main = vec![(l.model.as_str(), "llm.model".to_owned())];
+    let mut groups =
+        vec![Group { base: &l.base_url, key: settings.api_key.as_ref(), models: main, personas: Vec::new() }];
+    for (n, (p, e)) in settings.personas.iter().zip(&settings.endpoints).enumerate() {
+        let same = |g: &Group<'_>| {
+            g.base.trim_end_matches('/') == e.base_url.trim_end_matches('/') && g.key == e.api_key.as_ref()
+        };
+        let i = match groups.iter().position(same) {
+            Some(i) => i,
+            None => {
+                groups.push(Group {
+                    base: &e.base_url,
+                    key: e.api_key.as_ref(),
+                    models: Vec::new(),
+                    personas: Vec::new(),
+                });
+                groups.len() - 1
+            }
+        };
+        let g = &mut groups[i];
+        if !g.models.iter().any(|(m, _)| *m == e.model) {
+            g.models.push((&e.model, format!("personas[{n}].model")));
+        }
+        if i > 0 {
+            g.personas.push(&p.localpart);
+        }
+    }
+    let mut lines = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        let own;
+        let client = if i == 0 {
+            &parts.llm
+        } else {
+            own = crate::agent::Llm::new(g.base, g.key.map(String::as_str), g.models[0].0, settings.llm_timeout(), 1);
+            &own
+        };
+        let name = if i == 0 { "llm".to_owned() } else { format!("llm for {}", g.personas.join(", ")) };
+        lines.push(line(name, llm(client, &g.models).await));
+    }
+    lines
+}
+
+/// One LLM endpoint: there, takes the key, and offers `models` (each with its config key).
+async fn llm(client: &crate::agent::Llm, models: &[(&str, String)]) -> Result<String, String> {
+    let base = client.base_url();
+    let offered = client.probe().await.map_err(|p| p.explain(base, client.has_key()))?;
+    if let Some((missing, key)) = models.iter().find(|(m, _)| !offered.is_empty() && !offered.iter().any(|o| o == m)) {
+        let some: Vec<&str> = offered.iter().take(8).map(String::as_str).collect();
         return Err(format!(
-            "{base} does not offer llm.model = \"{model}\" (it offers: {}{})",
-            offered.join(", "),
-            if models.len() > offered.len() { ", ..." } else { "" }
+            "{base} does not offer {key} = \"{missing}\" (it offers: {}{})",
+            some.join(", "),
+            if offered.len() > some.len() { ", ..." } else { "" }
         ));
     }
-    Ok(format!("{base} answers and offers {model}"))
+    let names: Vec<&str> = models.iter().map(|(m, _)| *m).collect();
+    Ok(format!("{base} answers and offers {}", names.join(", ")))
 }

@@ -112,6 +112,7 @@ pub async fn run(
     };
     let parts = Parts::build(&settings).await?;
     let queue = parts.room_queue().await?;
+    let models = parts::persona_models(&settings, &parts.llm);
     let Parts { store, matrix, personas, llm } = parts;
     let store = store.caching_members();
     store.warm_members(&queue.watched_rooms()).await?;
@@ -131,6 +132,7 @@ pub async fn run(
     let approvals = approval::Approvals::new(store.clone());
     let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
+    let bot_parallel = bot.max_parallel_rooms;
     let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
     let budget = parts::budget(&settings);
     let turns = turn::Turns::new(
@@ -142,7 +144,8 @@ pub async fn run(
         budget,
         parts::turn_limits(&settings),
     )
-    .with_tools(toolbox, approvals.clone());
+    .with_tools(toolbox, approvals.clone())
+    .with_models(models);
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let rooms =
@@ -193,11 +196,24 @@ pub async fn run(
         }
         None => None,
     };
-    let scheduler = tokio::spawn(rooms.run(queue, bot.max_parallel_rooms));
+    // On shutdown: no new turns; the running ones get `bot.shutdown_grace_secs` while the
+    // HTTP edge still takes transactions; then the edge closes.
+    let (stop_tx, signal) = tokio::sync::watch::channel(false);
+    let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
+    let stop = room::Stop { signal, grace: Duration::from_secs(bot.shutdown_grace_secs) };
+    let scheduler = tokio::spawn(async move {
+        rooms.run(queue, bot_parallel, stop).await;
+        let _ = done_tx.send(());
+    });
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "richbot listening");
     }
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let graceful = async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+        let _ = done.await;
+    };
+    let served = axum::serve(listener, app).with_graceful_shutdown(graceful).await;
     scheduler.abort();
     registrar.abort();
     if let Some(m) = metrics_server {
@@ -206,5 +222,6 @@ pub async fn run(
     let _ = scheduler.await;
     mcp.stop();
     store.close().await;
+    tracing::info!("richbot stopped");
     served.map_err(Error::Serve)
 }

@@ -2,7 +2,10 @@
 //! `run`, and `check`): the store, the homeserver client, the personas and the LLM client,
 //! from the validated settings.
 
+use std::collections::HashMap;
 use std::time::Duration;
+
+use ruma::OwnedUserId;
 
 use crate::config::Settings;
 use crate::personas::{DEFAULT_PROMPT, Persona, Personas};
@@ -61,6 +64,41 @@ impl Parts {
     }
 }
 
+/// The chat clients of the personas whose endpoint is not `[llm]`'s (a model, URL, key or
+/// token limit of their own), one per distinct endpoint, all counted against `default`'s
+/// limit of calls in flight.
+pub fn persona_models(settings: &Settings, default: &agent::Llm) -> HashMap<OwnedUserId, agent::Llm> {
+    let server = &settings.config.homeserver.server_name;
+    let l = &settings.config.llm;
+    let main = crate::config::Endpoint {
+        base_url: l.base_url.clone(),
+        model: l.model.clone(),
+        api_key: settings.api_key.clone(),
+        max_tokens: l.max_tokens,
+    };
+    let mut built: Vec<(&crate::config::Endpoint, agent::Llm)> = Vec::new();
+    let mut out = HashMap::new();
+    for (p, e) in settings.personas.iter().zip(&settings.endpoints) {
+        let Ok(user) = ruma::UserId::parse(format!("@{}:{server}", p.localpart)) else { continue };
+        if *e == main {
+            continue;
+        }
+        let llm = match built.iter().find(|(b, _)| *b == e) {
+            Some((_, llm)) => llm.clone(),
+            None => {
+                let llm =
+                    agent::Llm::new(&e.base_url, e.api_key.as_deref(), &e.model, settings.llm_timeout(), e.max_tokens)
+                        .with_streaming(l.stream)
+                        .sharing_limit_with(default);
+                built.push((e, llm.clone()));
+                llm
+            }
+        };
+        out.insert(user, llm);
+    }
+    out
+}
+
 /// The configured personas as user ids of this homeserver (the config's validation has
 /// checked each localpart against the registration's namespace).
 pub fn personas(settings: &Settings, matrix: matrix::Client, store: store::Store) -> Personas {
@@ -106,7 +144,9 @@ pub fn budget(settings: &Settings) -> budget::Budget {
         per_room: l.tokens_per_room_per_day,
         total: l.tokens_per_day,
     };
-    budget::Budget::new(budgets, settings.exempt.clone(), settings.config.llm.max_tokens)
+    // Reserved before each call: the largest answer any persona's endpoint may give.
+    let max_tokens = settings.endpoints.iter().map(|e| e.max_tokens).fold(settings.config.llm.max_tokens, u32::max);
+    budget::Budget::new(budgets, settings.exempt.clone(), max_tokens)
 }
 
 /// When the personas answer, and how often: `[bot]`, `[access]` and `[limits]`.

@@ -126,6 +126,13 @@ impl Llm {
         self
     }
 
+    /// Counts its calls against `other`'s limit of calls in flight (one limit for every
+    /// endpoint: `llm.max_concurrent_requests`).
+    pub fn sharing_limit_with(mut self, other: &Llm) -> Self {
+        self.calls = other.calls.clone();
+        self
+    }
+
     /// Asks for streamed answers (`llm.stream`), until the endpoint refuses one.
     pub fn with_streaming(self, on: bool) -> Self {
         self.stream.store(on, std::sync::atomic::Ordering::Relaxed);

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod cross;
+mod endpoints;
 mod env;
 mod limits;
 mod mcp;
@@ -21,6 +22,7 @@ mod validate;
 
 pub use crate::mcp::McpServer;
 pub use crate::tools::registry::Access as McpAccess;
+pub use endpoints::Endpoint;
 pub use limits::Limits;
 pub use sections::{
     Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Persona, Synchronous,
@@ -78,10 +80,15 @@ pub fn load(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Res
     let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_owned(), source })?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut settings = from_str(&text, path, base, env)?;
-    if crate::files::readable_by_others(path) && (settings.config.llm.api_key.is_some()) {
-        settings
-            .warnings
-            .push(format!("{} holds llm.api_key and is readable by other users; chmod 600 it", path.display()));
+    let c = &settings.config;
+    let secrets = c.llm.api_key.is_some()
+        || c.personas.iter().any(|p| p.api_key.is_some())
+        || c.mcp.iter().any(|m| !m.env.is_empty());
+    if crate::files::readable_by_others(path) && secrets {
+        settings.warnings.push(format!(
+            "{} holds API keys (an api_key, or an [[mcp]] env) and is readable by other users; chmod 600 it",
+            path.display()
+        ));
     }
     Ok(settings)
 }

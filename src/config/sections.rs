@@ -129,6 +129,10 @@ pub struct Bot {
     /// and the person told.
     #[serde(default = "default_delivery_deadline")]
     pub delivery_deadline_secs: u64,
+    /// On SIGTERM, how long running turns may take to finish before richbot exits (the
+    /// rest resume at the next start).
+    #[serde(default = "default_shutdown_grace")]
+    pub shutdown_grace_secs: u64,
 }
 
 /// What a persona does in an encrypted room.
@@ -140,7 +144,7 @@ pub enum EncryptedRooms {
     Stay,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Persona {
     pub localpart: String,
@@ -154,6 +158,29 @@ pub struct Persona {
     /// The `[[mcp]]` servers (by name) whose tools this persona offers; all when unset.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// Its own LLM endpoint, each key falling back to `[llm]` (see `endpoints.rs`).
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub api_key_file: Option<PathBuf>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+impl std::fmt::Debug for Persona {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persona")
+            .field("localpart", &self.localpart)
+            .field("display_name", &self.display_name)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -184,6 +211,9 @@ fn default_max_body() -> usize {
 }
 fn default_delivery_deadline() -> u64 {
     3600
+}
+fn default_shutdown_grace() -> u64 {
+    20
 }
 fn default_concurrent() -> usize {
     4
@@ -236,6 +266,7 @@ impl Default for Bot {
             group_requires_mention: true,
             encrypted_rooms: EncryptedRooms::default(),
             delivery_deadline_secs: default_delivery_deadline(),
+            shutdown_grace_secs: default_shutdown_grace(),
         }
     }
 }

@@ -17,6 +17,8 @@ pub struct Settings {
     pub listen: SocketAddr,
     pub api_key: Option<String>,
     pub personas: Vec<Persona>,
+    /// Each persona's LLM endpoint, in the order of `personas`.
+    pub endpoints: Vec<super::Endpoint>,
     pub allow: Vec<Regex>,
     /// `limits.exempt`, compiled.
     pub exempt: Vec<Regex>,

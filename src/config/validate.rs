@@ -7,7 +7,7 @@ use std::path::Path;
 use regex::Regex;
 use ruma::api::appservice::Registration;
 
-use super::{Config, Error, Persona, Settings, cross, mcp};
+use super::{Config, Error, Persona, Settings, cross, endpoints, mcp};
 
 pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
     let mut problems = Vec::new();
@@ -61,23 +61,9 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if !matches!(config.logging.format.as_deref(), None | Some("human" | "json")) {
         problems.push("logging.format: must be \"human\" or \"json\"".to_owned());
     }
-    let api_key = match (&config.llm.api_key, &config.llm.api_key_file) {
-        (Some(k), _) => Some(k.clone()),
-        (None, Some(file)) => {
-            let file = if file.is_relative() { base.join(file) } else { file.clone() };
-            if crate::files::readable_by_others(&file) {
-                warnings.push(format!("llm.api_key_file: {} is readable by other users; chmod 600 it", file.display()));
-            }
-            match std::fs::read_to_string(&file) {
-                Ok(k) => Some(k.trim().to_owned()),
-                Err(e) => {
-                    problems.push(format!("llm.api_key_file: cannot read {}: {e}", file.display()));
-                    None
-                }
-            }
-        }
-        (None, None) => openai_key,
-    };
+    let mut found = endpoints::Found { problems: &mut problems, warnings: &mut warnings, base };
+    let api_key =
+        endpoints::key("llm", config.llm.api_key.as_ref(), config.llm.api_key_file.as_ref(), &mut found).or(openai_key);
 
     let registration = match std::fs::read_to_string(&config.appservice.registration) {
         Ok(text) => match serde_norway::from_str::<Registration>(&text) {
@@ -112,6 +98,11 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
                 system_prompt: None,
                 greeting: None,
                 tools: None,
+                model: None,
+                base_url: None,
+                api_key: None,
+                api_key_file: None,
+                max_tokens: None,
             });
         }
         let namespace: Vec<Regex> = reg.namespaces.users.iter().filter_map(|ns| Regex::new(&ns.regex).ok()).collect();
@@ -144,6 +135,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     let allow = mcp::patterns("access.allow", &patterns, &mut problems);
     let exempt = mcp::patterns("limits.exempt", &config.limits.exempt, &mut problems);
     let mcp_access = mcp::validate(&config.mcp, &personas, &mut problems);
+    let mut found = endpoints::Found { problems: &mut problems, warnings: &mut warnings, base };
+    let endpoints = endpoints::resolve(&config.llm, api_key.as_ref(), &personas, &mut found);
     let l = &config.limits;
     for (key, value) in [
         ("turns_per_room_per_minute", u64::from(l.turns_per_room_per_minute)),
@@ -158,9 +151,18 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     }
 
     match (problems.is_empty(), registration, listen) {
-        (true, Some(registration), Ok(listen)) => {
-            Ok(Settings { config, registration, listen, api_key, personas, allow, exempt, mcp_access, warnings })
-        }
+        (true, Some(registration), Ok(listen)) => Ok(Settings {
+            config,
+            registration,
+            listen,
+            api_key,
+            personas,
+            endpoints,
+            allow,
+            exempt,
+            mcp_access,
+            warnings,
+        }),
         _ => Err(Error::Invalid(problems)),
     }
 }

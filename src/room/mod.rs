@@ -33,6 +33,7 @@ use crate::store::{self, Store};
 use crate::turn::Turns;
 
 pub use facts::{Policy, Rates};
+pub use scheduler::Stop;
 
 /// A failure that leaves the room's batch pending, to be retried.
 #[derive(Debug, thiserror::Error)]
@@ -73,9 +74,9 @@ impl Deps {
         Self { worker: Arc::new(worker::Worker::new(store, parts, turns, limiter, metrics)) }
     }
 
-    /// Runs the scheduler until the task is dropped: takes rooms from `queue`, at most
-    /// `cap` at once.
-    pub async fn run(self, queue: Arc<RoomQueue>, cap: usize) {
-        scheduler::run(self.worker, queue, cap).await;
+    /// Runs the scheduler until `stop` (then running turns get its grace) or the task is
+    /// dropped: takes rooms from `queue`, at most `cap` at once.
+    pub async fn run(self, queue: Arc<RoomQueue>, cap: usize, stop: scheduler::Stop) {
+        scheduler::run(self.worker, queue, cap, stop).await;
     }
 }

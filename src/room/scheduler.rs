@@ -8,8 +8,10 @@
 //! backing off, while under the cap -> a step does one turn's worth of work and ends -> a
 //! room with events left is queued again (a failed one, after a pause). No query runs to
 //! find work.
-//! On shutdown the workers are dropped mid-flight; all state is in the store, so the next
-//! start resumes where they stopped (the queue is filled from the store at start).
+//! On shutdown (`stop`) no room is taken any more; the steps running then get `grace` to
+//! finish, and what is still running after it is dropped mid-flight. All state is in the
+//! store, so the next start resumes where they stopped (the queue is filled from the
+//! store at start).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -25,7 +27,13 @@ use crate::queue::RoomQueue;
 /// How long a room whose step failed waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(3);
 
-pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize) {
+/// When to stop: the signal, and how long running steps then have.
+pub struct Stop {
+    pub signal: tokio::sync::watch::Receiver<bool>,
+    pub grace: Duration,
+}
+
+pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize, mut stop: Stop) {
     let mut wait = Duration::from_millis(100);
     while let Err(e) = worker.load_unsettled().await {
         tracing::warn!(error = %e, "could not read the turns a stop cut short; retrying");
@@ -38,10 +46,26 @@ pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize) {
     let mut rooms_of: HashMap<tokio::task::Id, OwnedRoomId> = HashMap::new();
     // Rooms whose last step failed, and when they may be tried again.
     let mut failed: HashMap<OwnedRoomId, Instant> = HashMap::new();
+    // Set once the stop signal came: until then, running steps may finish.
+    let mut stopping: Option<Instant> = None;
     loop {
         let now = Instant::now();
         failed.retain(|_, retry_at| *retry_at > now);
-        let free = cap.saturating_sub(busy.len());
+        if let Some(deadline) = stopping {
+            if workers.is_empty() {
+                tracing::info!("every running turn finished; stopped");
+                return;
+            }
+            if now >= deadline {
+                tracing::warn!(
+                    left = workers.len(),
+                    "turns still running at the end of the grace period; they resume at the next start"
+                );
+                workers.abort_all();
+                return;
+            }
+        }
+        let free = if stopping.is_some() { 0 } else { cap.saturating_sub(busy.len()) };
         for room in queue.take(free, |r| !busy.contains(r) && !failed.contains_key(r)) {
             busy.insert(room.clone());
             let name = room.clone();
@@ -58,8 +82,16 @@ pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize) {
             });
             rooms_of.insert(handle.id(), name);
         }
+        let grace_ends = stopping.unwrap_or_else(|| now + stop.grace);
         tokio::select! {
-            () = queue.pushed() => {}
+            changed = stop.signal.changed(), if stopping.is_none() => {
+                if changed.is_err() || *stop.signal.borrow() {
+                    tracing::info!(running = workers.len(), grace_secs = stop.grace.as_secs(), "stopping: no new turns");
+                    stopping = Some(Instant::now() + stop.grace);
+                }
+            }
+            () = tokio::time::sleep_until(grace_ends), if stopping.is_some() => {}
+            () = queue.pushed(), if stopping.is_none() => {}
             Some(done) = workers.join_next_with_id() => {
                 let (room, outcome) = match done {
                     Ok((id, (room, outcome))) => {
@@ -75,6 +107,9 @@ pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize) {
                     }
                 };
                 busy.remove(&room);
+                if stopping.is_some() {
+                    continue;
+                }
                 match outcome {
                     Some(false) => queue.idle(&room),
                     Some(true) => queue.push([room]),

@@ -34,7 +34,10 @@ mod runner;
 mod scope;
 mod targets;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use ruma::OwnedUserId;
 use std::time::Duration;
 
 use crate::agent::{self, Bounds, Llm, run_loop};
@@ -100,6 +103,8 @@ pub struct Turns {
     limits: Limits,
     toolbox: Toolbox,
     approvals: Approvals,
+    /// The personas with an LLM endpoint of their own; the others use `llm`.
+    models: HashMap<OwnedUserId, Llm>,
 }
 
 impl Turns {
@@ -113,7 +118,18 @@ impl Turns {
         limits: Limits,
     ) -> Self {
         let approvals = Approvals::new(store.clone());
-        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox: Toolbox::default(), approvals }
+        let (toolbox, models) = (Toolbox::default(), HashMap::new());
+        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox, approvals, models }
+    }
+
+    /// Gives these personas their own LLM endpoint (`[[personas]]` `model`, `base_url`, ...).
+    pub fn with_models(self, models: HashMap<OwnedUserId, Llm>) -> Self {
+        Self { models, ..self }
+    }
+
+    /// The chat client of `persona`.
+    fn llm_of(&self, persona: &ruma::UserId) -> &Llm {
+        self.models.get(persona).unwrap_or(&self.llm)
     }
 
     /// Offers `toolbox`'s tools besides the rich ones, with approvals decided through
@@ -163,7 +179,8 @@ impl Turns {
         let tools = offered.specs();
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
-        let metered = budget::Metered::new(&self.llm, &self.store, &self.budget, (&scope.room, &scope.asker));
+        let metered =
+            budget::Metered::new(self.llm_of(&scope.persona), &self.store, &self.budget, (&scope.room, &scope.asker));
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
         let recorded = record::Recorded::load(&metered, &self.store, &shown, turn.id).await?;
         let parts = (&self.store, &self.outbox, &shown);
@@ -207,7 +224,7 @@ impl Turns {
     }
 
     fn closer<'a>(&'a self, turn: &'a TurnRow, scope: &'a Scope) -> close::Closer<'a> {
-        close::Closer { outbox: &self.outbox, llm: &self.llm, scope, turn: turn.id }
+        close::Closer { outbox: &self.outbox, llm: self.llm_of(&turn.persona), scope, turn: turn.id }
     }
 
     /// Starts and runs a turn that only posts `text` as a notice and ends with `outcome`,

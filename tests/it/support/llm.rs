@@ -60,6 +60,10 @@ struct Shared {
     no_streaming: Arc<Mutex<bool>>,
     /// Requests being answered now, and the most at once so far.
     in_flight: Arc<Mutex<(usize, usize)>>,
+    /// The models `GET /models` lists (`test-model` unless set).
+    models: Arc<Mutex<Option<Vec<String>>>>,
+    /// The `Authorization` header of each chat request, in order.
+    auth: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 pub struct FakeLlm {
@@ -118,6 +122,16 @@ impl FakeLlm {
         self.shared.requests.lock().expect("lock").clone()
     }
 
+    /// Lists these models from now on.
+    pub fn set_models(&self, models: &[&str]) {
+        *self.shared.models.lock().expect("lock") = Some(models.iter().map(|m| (*m).to_owned()).collect());
+    }
+
+    /// The `Authorization` header of each chat request so far.
+    pub fn auth_headers(&self) -> Vec<Option<String>> {
+        self.shared.auth.lock().expect("lock").clone()
+    }
+
     /// The most requests that were being answered at once.
     pub fn most_at_once(&self) -> usize {
         self.shared.in_flight.lock().expect("lock").1
@@ -163,7 +177,9 @@ async fn models(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     if !authorized(&shared, &headers) {
         return unauthorized();
     }
-    Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]})).into_response()
+    let models = shared.models.lock().expect("lock").clone().unwrap_or_else(|| vec!["test-model".to_owned()]);
+    let data: Vec<Value> = models.iter().map(|m| json!({"id": m, "object": "model"})).collect();
+    Json(json!({"object": "list", "data": data})).into_response()
 }
 
 async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request): Json<Value>) -> Response {
@@ -171,6 +187,8 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
         return unauthorized();
     }
     shared.requests.lock().expect("lock").push(request.clone());
+    let auth = headers.get("authorization").and_then(|h| h.to_str().ok()).map(str::to_owned);
+    shared.auth.lock().expect("lock").push(auth);
     let _counted = InFlight::new(&shared.in_flight);
     if request.get("stream").and_then(Value::as_bool) == Some(true) && *shared.no_streaming.lock().expect("lock") {
         let body = json!({"error": {"message": "stream is not supported", "type": "invalid_request_error", "param": "stream", "code": null}});

@@ -303,7 +303,12 @@ impl Env {
 
     /// Waits until `sender` has posted `n` messages in `room`, and returns them.
     pub async fn wait_messages(&self, room: &str, sender: &str, n: usize) -> Vec<Value> {
-        let alice = self.alice.clone();
+        self.wait_messages_seen_by(&self.alice, room, sender, n).await
+    }
+
+    /// [`Env::wait_messages`] read by `viewer` (for rooms alice is not in).
+    pub async fn wait_messages_seen_by(&self, viewer: &User, room: &str, sender: &str, n: usize) -> Vec<Value> {
+        let alice = viewer.clone();
         eventually(&format!("{n} message(s) from {sender}"), Duration::from_secs(30), || {
             let alice = alice.clone();
             async move {
