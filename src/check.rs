@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use crate::config::Settings;
 use crate::matrix;
 use crate::parts::Parts;
-use crate::{appservice, inbox};
+use crate::{appservice, inbox, store};
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,13 +44,13 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
     let parts = match Parts::build(settings).await {
         Ok(p) => p,
         Err(e) => {
-            lines.push(line("database", Err(format!("{}: {e}", settings.config.database.url))));
+            lines.push(line("database", Err(format!("{}: {e}", store::shown_url(&settings.config.database.url)))));
             return lines;
         }
     };
     lines.push(line(
         "database",
-        parts.store.ping().await.map(|()| settings.config.database.url.clone()).map_err(|e| e.to_string()),
+        parts.store.ping().await.map(|()| store::shown_url(&settings.config.database.url)).map_err(|e| e.to_string()),
     ));
 
     let hs = &settings.config.homeserver.url;

@@ -15,7 +15,7 @@
 //!                                                     v
 //!                                  outbox --> matrix --> homeserver
 //!                     (every write as a persona, paced, exactly once)
-//!            store (SQLite) under all of them: the only place that runs SQL
+//!   store (SQLite or PostgreSQL) under all of them: the only place that runs SQL
 //! ```
 //!
 //! The modules are declared below in that order, and dependencies point down the list: a
@@ -59,6 +59,7 @@
 // Commands and set-up.
 pub mod check;
 pub mod init;
+pub mod migrate;
 pub mod parts;
 pub mod config;
 pub mod registration;
@@ -105,12 +106,11 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    // One process per SQLite database: a second `serve` would resume the first's turns.
-    let _lock = match store::file_path(&settings.config.database.url) {
-        Some(db) => Some(files::lock(&db.with_extension("lock")).map_err(Error::Locked)?),
-        None => None,
-    };
+    // One process per database (a file lock for SQLite, an advisory lock for PostgreSQL):
+    // a second `serve` would resume the first's turns.
+    let _lock = store::lock_file(&settings.config.database.url).map_err(Error::Locked)?;
     let parts = Parts::build(&settings).await?;
+    let _exclusive = parts.store.exclusive().await?;
     let queue = parts.room_queue().await?;
     let models = parts::persona_models(&settings, &parts.llm);
     let Parts { store, matrix, personas, llm } = parts;
@@ -122,7 +122,7 @@ pub async fn run(
         homeserver = %settings.config.homeserver.url,
         server_name = %settings.config.homeserver.server_name,
         personas = %personas.all().iter().map(|p| p.user_id.as_str()).collect::<Vec<_>>().join(", "),
-        database = %settings.config.database.url,
+        database = %store::shown_url(&settings.config.database.url),
         model = %settings.config.llm.model,
         "richbot starting"
     );

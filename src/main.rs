@@ -1,4 +1,5 @@
-//! The `richbot` command: `init`, `serve`, `check`, `generate-registration`, `blocks check`.
+//! The `richbot` command: `init`, `serve`, `check`, `migrate`, `generate-registration`,
+//! `blocks check`.
 //! The only place `anyhow` is used: each start-up step gets its context here.
 
 use std::io::Read;
@@ -72,6 +73,16 @@ enum Command {
         #[arg(long, env = "RICHBOT_CONFIG", default_value = "richbot.toml")]
         config: PathBuf,
     },
+    /// Copy a stopped deployment's state into a new, empty database (e.g. SQLite to
+    /// PostgreSQL), then check every table's row count on both sides.
+    Migrate {
+        /// The database richbot used until now, e.g. sqlite://richbot.db.
+        #[arg(long)]
+        from: String,
+        /// The new database, e.g. postgres://richbot:PASSWORD@127.0.0.1/richbot.
+        #[arg(long)]
+        to: String,
+    },
     /// Block payload tools.
     Blocks {
         #[command(subcommand)]
@@ -118,6 +129,7 @@ fn main() -> ExitCode {
             report(generate_registration(config, url, server_name, out, force, (id, sender_localpart, user_prefix)))
         }
         Command::Serve { config } => report(serve(config)),
+        Command::Migrate { from, to } => report(migrate(&from, &to)),
         Command::Check { config } => match check(config) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
@@ -211,6 +223,18 @@ fn serve(path: PathBuf) -> anyhow::Result<()> {
         };
         richbot::run(settings, listener, shutdown).await.context("running the appservice")
     })
+}
+
+fn migrate(from: &str, to: &str) -> anyhow::Result<()> {
+    let copied = runtime()?.block_on(richbot::migrate::run(from, to))?;
+    let (from, to) = (richbot::store::shown_url(from), richbot::store::shown_url(to));
+    for c in &copied {
+        println!("{:<16} {:>10} rows", c.table, c.rows);
+    }
+    let rows: i64 = copied.iter().map(|c| c.rows).sum();
+    println!("copied {} tables, {rows} rows, from {from} to {to}; counts match", copied.len());
+    println!("next: set database.url to {to} and start richbot");
+    Ok(())
 }
 
 fn check(path: PathBuf) -> anyhow::Result<bool> {

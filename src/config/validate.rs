@@ -29,10 +29,12 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if config.appservice.max_body_bytes < 64 * 1024 {
         problems.push("appservice.max_body_bytes: must be at least 65536 (one Matrix event)".to_owned());
     }
-    if !config.database.url.starts_with("sqlite:") {
+    if !config.database.url.starts_with("sqlite:")
+        && crate::store::Backend::of(&config.database.url) != crate::store::Backend::Postgres
+    {
         problems.push(format!(
-            "database.url: must be a sqlite: URL like sqlite://richbot.db (got \"{}\")",
-            config.database.url
+            "database.url: must be a sqlite: URL like sqlite://richbot.db or a postgres:// URL (got \"{}\")",
+            crate::store::shown_url(&config.database.url)
         ));
     }
     if !http(&config.llm.base_url) {

@@ -3,7 +3,7 @@
 
 use ruma::{EventId, OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 use super::{Result, Store, id, opt_id};
 
@@ -38,7 +38,7 @@ pub struct NewApproval<'a> {
 
 const COLUMNS: &str = "id, turn_id, room_id, asker, tool, notice_event, created_at, expires_at, decision, decided_by";
 
-fn approval(r: &SqliteRow) -> Result<Approval> {
+fn approval(r: &AnyRow) -> Result<Approval> {
     Ok(Approval {
         id: r.try_get("id")?,
         turn_id: r.try_get("turn_id")?,
@@ -56,9 +56,9 @@ fn approval(r: &SqliteRow) -> Result<Approval> {
 impl Store {
     /// What call `nth` of `turn` returned, if it ran.
     pub async fn tool_result(&self, turn: i64, nth: u32) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT content FROM tool_results WHERE turn_id = ? AND nth = ?")
+        let row = sqlx::query("SELECT content FROM tool_results WHERE turn_id = $1 AND nth = $2")
             .bind(turn)
-            .bind(nth)
+            .bind(i64::from(nth))
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(|r| r.try_get("content")).transpose()?)
@@ -66,9 +66,9 @@ impl Store {
 
     /// Records what call `nth` of `turn` returned (the first record stands).
     pub async fn record_tool_result(&self, turn: i64, nth: u32, content: &str) -> Result<()> {
-        sqlx::query("INSERT INTO tool_results (turn_id, nth, content) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+        sqlx::query("INSERT INTO tool_results (turn_id, nth, content) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
             .bind(turn)
-            .bind(nth)
+            .bind(i64::from(nth))
             .bind(content)
             .execute(&self.writer)
             .await?;
@@ -80,10 +80,10 @@ impl Store {
     pub async fn open_approval(&self, a: &NewApproval<'_>) -> Result<Approval> {
         sqlx::query(
             "INSERT INTO approvals (turn_id, nth, room_id, asker, tool, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id, nth) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (turn_id, nth) DO NOTHING",
         )
         .bind(a.turn_id)
-        .bind(a.nth)
+        .bind(i64::from(a.nth))
         .bind(a.room_id.as_str())
         .bind(a.asker.as_str())
         .bind(a.tool)
@@ -91,9 +91,9 @@ impl Store {
         .bind(a.expires_at)
         .execute(&self.writer)
         .await?;
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM approvals WHERE turn_id = ? AND nth = ?"))
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM approvals WHERE turn_id = $1 AND nth = $2"))
             .bind(a.turn_id)
-            .bind(a.nth)
+            .bind(i64::from(a.nth))
             .fetch_one(&self.writer)
             .await?;
         approval(&row)
@@ -101,7 +101,7 @@ impl Store {
 
     /// Remembers the notice that asks for approval `id`.
     pub async fn set_approval_notice(&self, id: i64, notice: &EventId) -> Result<()> {
-        sqlx::query("UPDATE approvals SET notice_event = ? WHERE id = ?")
+        sqlx::query("UPDATE approvals SET notice_event = $1 WHERE id = $2")
             .bind(notice.as_str())
             .bind(id)
             .execute(&self.writer)
@@ -111,7 +111,7 @@ impl Store {
 
     /// Approval `id` as it stands.
     pub async fn approval(&self, id: i64) -> Result<Option<Approval>> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?"))
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM approvals WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -123,24 +123,25 @@ impl Store {
         if notices.is_empty() {
             return Ok(Vec::new());
         }
-        let list = serde_json::to_string(notices)?;
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE notice_event IN (SELECT value FROM json_each(?))"
-        ))
-        .bind(list)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(approval).collect()
+        let mut found = Vec::new();
+        for chunk in notices.chunks(super::LIST_CHUNK) {
+            let sql =
+                format!("SELECT {COLUMNS} FROM approvals WHERE notice_event IN ({})", super::list(1, chunk.len()));
+            let rows = chunk.iter().fold(sqlx::query(&sql), |q, n| q.bind(*n)).fetch_all(&self.pool).await?;
+            found.extend(rows.iter().map(approval).collect::<Result<Vec<_>>>()?);
+        }
+        Ok(found)
     }
 
     /// Decides approval `id` unless it was decided already; true if this decided it.
     pub async fn decide_approval(&self, id: i64, decision: &str, by: Option<&EventId>) -> Result<bool> {
-        let done = sqlx::query("UPDATE approvals SET decision = ?, decided_by = ? WHERE id = ? AND decision IS NULL")
-            .bind(decision)
-            .bind(by.map(EventId::as_str))
-            .bind(id)
-            .execute(&self.writer)
-            .await?;
+        let done =
+            sqlx::query("UPDATE approvals SET decision = $1, decided_by = $2 WHERE id = $3 AND decision IS NULL")
+                .bind(decision)
+                .bind(by.map(EventId::as_str))
+                .bind(id)
+                .execute(&self.writer)
+                .await?;
         Ok(done.rows_affected() == 1)
     }
 }

@@ -3,7 +3,7 @@
 use ruma::{EventId, OwnedEventId, OwnedRoomId, OwnedUserId, RoomId};
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 use super::{Result, Store, id};
 use crate::relation::Relation;
@@ -55,7 +55,7 @@ impl StoredEvent {
         self.content().get("msgtype").and_then(Value::as_str)
     }
 
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self> {
         let text: String = row.try_get("event")?;
         Ok(Self {
             seq: row.try_get("seq")?,
@@ -72,7 +72,7 @@ impl StoredEvent {
     }
 }
 
-/// Events per `INSERT` statement (9 parameters each, well under SQLite's limit).
+/// Events per `INSERT` statement (9 parameters each, well under both databases' limits).
 const ROWS_PER_INSERT: usize = 100;
 
 /// The `INSERT` of `n` events, built once per `n`.
@@ -81,7 +81,8 @@ fn insert_sql(n: usize) -> &'static str {
     let all = SQL.get_or_init(|| {
         (0..=ROWS_PER_INSERT)
             .map(|n| {
-                let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; n].join(", ");
+                let rows: Vec<String> = (0..n).map(|i| format!("({})", super::list(i * 9 + 1, 9))).collect();
+                let rows = rows.join(", ");
                 format!(
                     "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at, processed)
                      VALUES {rows} ON CONFLICT (event_id) DO NOTHING"
@@ -93,7 +94,7 @@ fn insert_sql(n: usize) -> &'static str {
 }
 
 /// One multi-row `INSERT` of `events` (at most [`ROWS_PER_INSERT`]).
-fn insert(events: &[NewEvent], now: i64) -> sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'_>> {
+fn insert(events: &[NewEvent], now: i64) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
     let mut q = sqlx::query(insert_sql(events.len()));
     for e in events {
         q = q
@@ -146,7 +147,7 @@ impl Store {
     /// A room's unhandled events not claimed by a turn, in arrival order.
     pub async fn pending_events(&self, room_id: &RoomId) -> Result<Vec<StoredEvent>> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM events WHERE processed = 0 AND turn_id IS NULL AND room_id = ? ORDER BY seq"
+            "SELECT {COLUMNS} FROM events WHERE processed = 0 AND turn_id IS NULL AND room_id = $1 ORDER BY seq"
         );
         let rows = sqlx::query(&sql).bind(room_id.as_str()).fetch_all(&self.pool).await?;
         rows.iter().map(StoredEvent::from_row).collect()
@@ -157,11 +158,12 @@ impl Store {
         if seqs.is_empty() {
             return Ok(());
         }
-        let list = serde_json::to_string(seqs)?;
-        sqlx::query("UPDATE events SET processed = 1 WHERE seq IN (SELECT value FROM json_each(?))")
-            .bind(list)
-            .execute(&self.writer)
-            .await?;
+        let mut tx = self.writer.begin().await?;
+        for chunk in seqs.chunks(super::LIST_CHUNK) {
+            let sql = format!("UPDATE events SET processed = 1 WHERE seq IN ({})", super::list(1, chunk.len()));
+            chunk.iter().fold(sqlx::query(&sql), |q, seq| q.bind(*seq)).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
@@ -170,9 +172,9 @@ impl Store {
     /// `!reset`, newest last, at most `limit`.
     pub async fn history(&self, room_id: &RoomId, upto_seq: i64, limit: i64) -> Result<Vec<StoredEvent>> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM events WHERE room_id = ?1 AND seq <= ?2 AND event_type = 'm.room.message'
-             AND seq > COALESCE((SELECT reset_seq FROM room_settings WHERE room_id = ?1), 0)
-             ORDER BY seq DESC LIMIT ?3"
+            "SELECT {COLUMNS} FROM events WHERE room_id = $1 AND seq <= $2 AND event_type = 'm.room.message'
+             AND seq > COALESCE((SELECT reset_seq FROM room_settings WHERE room_id = $1), 0)
+             ORDER BY seq DESC LIMIT $3"
         );
         let rows = sqlx::query(&sql).bind(room_id.as_str()).bind(upto_seq).bind(limit).fetch_all(&self.pool).await?;
         let mut events: Vec<StoredEvent> = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;
@@ -185,7 +187,7 @@ impl Store {
     /// as an event).
     pub async fn room_name(&self, room_id: &RoomId) -> Result<Option<String>> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM events WHERE room_id = ? AND (event_type = 'm.room.name'
+            "SELECT {COLUMNS} FROM events WHERE room_id = $1 AND (event_type = 'm.room.name'
              OR (event_type = 'm.room.member' AND event LIKE '%invite_room_state%'))
              ORDER BY event_type = 'm.room.name' DESC, seq DESC LIMIT 1"
         );
@@ -206,42 +208,57 @@ impl Store {
 
     /// One stored event by id.
     pub async fn event(&self, event_id: &EventId) -> Result<Option<StoredEvent>> {
-        let sql = format!("SELECT {COLUMNS} FROM events WHERE event_id = ?");
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE event_id = $1");
         let row = sqlx::query(&sql).bind(event_id.as_str()).fetch_optional(&self.pool).await?;
         row.as_ref().map(StoredEvent::from_row).transpose()
     }
 
     /// All events of a room in arrival order (for operators and tests).
     pub async fn room_events(&self, room_id: &RoomId) -> Result<Vec<StoredEvent>> {
-        let sql = format!("SELECT {COLUMNS} FROM events WHERE room_id = ? ORDER BY seq");
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE room_id = $1 ORDER BY seq");
         let rows = sqlx::query(&sql).bind(room_id.as_str()).fetch_all(&self.pool).await?;
         rows.iter().map(StoredEvent::from_row).collect()
     }
 
     /// Scrubs a redacted event's content, and that of its edits, from the stored events
-    /// and from our sent messages (the database runs with `secure_delete`).
+    /// and from our sent messages (SQLite runs with `secure_delete`). Candidates are the
+    /// rows whose text holds the event id (the homeserver's canonical JSON never escapes
+    /// it); the relation is read in Rust, so both databases share this.
     pub async fn redact(&self, room_id: &RoomId, event_id: &EventId) -> Result<u64> {
         let mut tx = self.writer.begin().await?;
-        let scrubbed = sqlx::query(
-            "UPDATE events SET event = json_set(event, '$.content', json('{}'))
-             WHERE room_id = ?1 AND (event_id = ?2
-                OR (json_extract(event, '$.content.\"m.relates_to\".rel_type') = 'm.replace'
-                    AND json_extract(event, '$.content.\"m.relates_to\".event_id') = ?2))",
-        )
-        .bind(room_id.as_str())
-        .bind(event_id.as_str())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        sqlx::query("UPDATE sent_messages SET content = '{}' WHERE room_id = ?1 AND (event_id = ?2 OR replaces = ?2)")
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events WHERE room_id = $1 AND (event_id = $2 OR event LIKE '%' || $2 || '%')"
+        );
+        let rows = sqlx::query(&sql).bind(room_id.as_str()).bind(event_id.as_str()).fetch_all(&mut *tx).await?;
+        let mut scrubbed = 0;
+        for row in &rows {
+            let mut e = StoredEvent::from_row(row)?;
+            let relates = &e.content()["m.relates_to"];
+            let edit = relates["rel_type"] == "m.replace" && relates["event_id"] == event_id.as_str();
+            if e.event_id != event_id && !edit {
+                continue;
+            }
+            if let Some(object) = e.event.as_object_mut() {
+                object.insert("content".to_owned(), Value::Object(serde_json::Map::new()));
+            }
+            sqlx::query("UPDATE events SET event = $1 WHERE seq = $2")
+                .bind(e.event.to_string())
+                .bind(e.seq)
+                .execute(&mut *tx)
+                .await?;
+            scrubbed += 1;
+        }
+        sqlx::query("UPDATE sent_messages SET content = '{}' WHERE room_id = $1 AND (event_id = $2 OR replaces = $2)")
             .bind(room_id.as_str())
             .bind(event_id.as_str())
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        // The WAL still holds the pages as they were: fold it into the database (whose freed
-        // content secure_delete zeroes) and truncate it, so the text is gone from disk.
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.writer).await?;
+        if self.backend == super::Backend::Sqlite {
+            // The WAL still holds the pages as they were: fold it into the database (whose
+            // freed content secure_delete zeroes) and truncate it, so the text is gone from disk.
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.writer).await?;
+        }
         Ok(scrubbed)
     }
 }

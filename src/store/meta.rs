@@ -10,7 +10,7 @@ impl Store {
     /// This installation's random id (10 alphanumeric characters), created on first use.
     pub async fn instance_id(&self) -> Result<String> {
         let candidate = Alphanumeric.sample_string(&mut rand::rng(), 10);
-        sqlx::query("INSERT INTO meta (key, value) VALUES ('instance_id', ?) ON CONFLICT (key) DO NOTHING")
+        sqlx::query("INSERT INTO meta (key, value) VALUES ('instance_id', $1) ON CONFLICT (key) DO NOTHING")
             .bind(&candidate)
             .execute(&self.writer)
             .await?;
@@ -20,7 +20,7 @@ impl Store {
 
     /// Whether a persona was registered with the homeserver.
     pub async fn persona_registered(&self, user_id: &UserId) -> Result<bool> {
-        let row = sqlx::query("SELECT 1 FROM personas WHERE user_id = ?")
+        let row = sqlx::query("SELECT 1 FROM personas WHERE user_id = $1")
             .bind(user_id.as_str())
             .fetch_optional(&self.pool)
             .await?;
@@ -29,7 +29,7 @@ impl Store {
 
     /// Records that a persona is registered.
     pub async fn mark_persona_registered(&self, user_id: &UserId, now: i64) -> Result<()> {
-        sqlx::query("INSERT INTO personas (user_id, registered_at) VALUES (?, ?) ON CONFLICT (user_id) DO NOTHING")
+        sqlx::query("INSERT INTO personas (user_id, registered_at) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING")
             .bind(user_id.as_str())
             .bind(now)
             .execute(&self.writer)

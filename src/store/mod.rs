@@ -1,5 +1,13 @@
-//! The store: the only place that runs SQL (SQLite through sqlx, runtime-checked queries
-//! tested against a real database). One file per table group, mirroring `migrations/`.
+//! The store: the only place that runs SQL (SQLite or PostgreSQL through sqlx's `Any`
+//! driver, runtime-checked queries tested against both real databases). One file per table
+//! group, mirroring `migrations/sqlite` and `migrations/postgres`, which reach the same
+//! schema version with the same numbers.
+//!
+//! One SQL text serves both: `$N` placeholders (positional on SQLite too), TEXT and BIGINT
+//! columns only, JSON kept as text and read in Rust, no `json_each` or two-argument `MAX`
+//! (IN lists are built with [`list`], maxima with `CASE`), sums cast to BIGINT. What is
+//! SQLite's alone (WAL, the flush at durability points, the checkpoint after a redaction,
+//! owner-only files) is done only when [`Backend::Sqlite`].
 //!
 //! Rows carry ruma ids (`OwnedRoomId`, `OwnedEventId`, `OwnedUserId`): an id is parsed
 //! once, when it enters (the inbox, a homeserver answer), and a stored id that no longer
@@ -16,9 +24,12 @@
 //! owner-only (0600): they hold every message richbot has seen.
 
 mod approvals;
+mod copy;
 mod durable;
 mod events;
+mod lock;
 mod meta;
+mod open;
 mod outbox;
 mod rooms;
 mod sent;
@@ -26,24 +37,54 @@ mod settings;
 mod turns;
 mod usage;
 
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use sqlx::Row;
+use sqlx::any::AnyRow;
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
+use sqlx::{AnyPool, Row};
 
 pub use approvals::{Approval, NewApproval};
+pub use copy::Table;
 pub use events::{NewEvent, StoredEvent};
+pub use lock::{Exclusive, lock_file};
+pub use open::file_path;
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use sent::{NewSent, SentMessage};
 pub use turns::{Notice, TurnRecord, TurnRow};
 pub use usage::{BudgetKind, Budgets, DAY_MS, DayUse, Spent};
 
-static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// Which database a store runs on, from its URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn of(url: &str) -> Self {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") { Self::Postgres } else { Self::Sqlite }
+    }
+
+    /// The schema version this build migrates to (the last migration's number).
+    pub fn schema_version(self) -> i64 {
+        let migrator = match self {
+            Self::Sqlite => &SQLITE,
+            Self::Postgres => &POSTGRES,
+        };
+        migrator.iter().map(|m| m.version).max().unwrap_or(0)
+    }
+}
+
+/// Values per IN list (well under both databases' parameter limits).
+const LIST_CHUNK: usize = 500;
+
+/// The placeholders `$from, $from+1, …` of an IN list of `n` values.
+fn list(from: usize, n: usize) -> String {
+    (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
 
 /// A store failure. Callers treat every variant as "try again later": nothing is marked
 /// done unless the store said so.
@@ -57,6 +98,10 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("cannot open the database file {0}: {1}")]
     File(String, std::io::Error),
+    #[error("cannot copy: {0}")]
+    Copy(String),
+    #[error("another richbot is serving this database ({0}); stop it first, or give this one its own database.url")]
+    Taken(String),
     #[error("stored {column} is not a valid Matrix id: {value}")]
     BadId { column: &'static str, value: String },
 }
@@ -66,10 +111,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// A handle on the database; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
+    backend: Backend,
     /// Readers.
-    pool: SqlitePool,
+    pool: AnyPool,
     /// The one writer connection: every statement that writes runs here.
-    writer: SqlitePool,
+    writer: AnyPool,
     durable: Arc<durable::Durable>,
     /// Joined members per room, read once from `room_members` and dropped when they change
     /// (triage asks for them on every message); only in the process that owns the database
@@ -84,45 +130,18 @@ impl Store {
         Self::open_with(url, true).await
     }
 
-    /// Like [`Store::open`]; `full` false trades power-loss durability for less disk work.
+    /// Like [`Store::open`]; `full` false trades power-loss durability for less disk work
+    /// (SQLite only: a PostgreSQL commit is durable when it returns).
     pub async fn open_with(url: &str, full: bool) -> Result<Self> {
-        let file = file_path(url);
-        if let Some(path) = &file {
-            private_file(path)?;
+        sqlx::any::install_default_drivers();
+        match Backend::of(url) {
+            Backend::Postgres => Self::open_postgres(url).await,
+            Backend::Sqlite => Self::open_sqlite(url, full).await,
         }
-        let options = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .pragma("secure_delete", "ON")
-            .busy_timeout(Duration::from_secs(10));
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .test_before_acquire(false)
-            // One connection for good: its statement cache stays warm.
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(options.clone())
-            .await?;
-        MIGRATOR.run(&writer).await?;
-        // An in-memory database is one per connection: there, the writer reads too.
-        let pool = match &file {
-            Some(_) => {
-                SqlitePoolOptions::new().max_connections(8).test_before_acquire(false).connect_with(options).await?
-            }
-            None => writer.clone(),
-        };
-        if let Some(path) = &file {
-            for suffix in ["", "-wal", "-shm"] {
-                let p = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
-                if p.exists() {
-                    restrict(&p)?;
-                }
-            }
-        }
-        let durable = Arc::new(durable::Durable::new(file.filter(|_| full)));
-        Ok(Self { pool, writer, durable, members: None })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
     /// This handle's process is the only one writing the database (`serve`, holding its
@@ -156,46 +175,56 @@ impl Store {
     }
 }
 
-/// Creates the database file owner-only if it is missing (SQLite gives its WAL files the
-/// same mode), and tightens an existing one.
-fn private_file(path: &std::path::Path) -> Result<()> {
-    if !path.exists() {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        options.open(path).map_err(|e| Error::File(path.display().to_string(), e))?;
+/// A database URL fit for logs and `check`: a password in it is replaced by `***`.
+pub fn shown_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}{path}")
+        }
+        _ => url.to_owned(),
     }
-    restrict(path)
-}
-
-fn restrict(path: &std::path::Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| Error::File(path.display().to_string(), e))?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
-}
-
-/// The file of an SQLite URL (`sqlite://path?mode=...`), if it names one.
-pub fn file_path(url: &str) -> Option<std::path::PathBuf> {
-    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
-    let path = rest.split('?').next().unwrap_or(rest);
-    (!path.is_empty() && !path.starts_with(':')).then(|| std::path::PathBuf::from(path))
 }
 
 /// Reads a column holding a Matrix id as its ruma type.
-fn id<T: TryFrom<String>>(row: &SqliteRow, column: &'static str) -> Result<T> {
+fn id<T: TryFrom<String>>(row: &AnyRow, column: &'static str) -> Result<T> {
     let value: String = row.try_get(column)?;
     T::try_from(value.clone()).map_err(|_| Error::BadId { column, value })
 }
 
 /// Reads a nullable column holding a Matrix id.
-fn opt_id<T: TryFrom<String>>(row: &SqliteRow, column: &'static str) -> Result<Option<T>> {
+fn opt_id<T: TryFrom<String>>(row: &AnyRow, column: &'static str) -> Result<Option<T>> {
     let value: Option<String> = row.try_get(column)?;
     value.map(|v| T::try_from(v.clone()).map_err(|_| Error::BadId { column, value: v })).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_in_a_database_url_is_never_shown() {
+        assert_eq!(shown_url("postgres://rb:s3cr@t@db.example:5432/rb"), "postgres://rb:***@db.example:5432/rb");
+        assert_eq!(shown_url("postgresql://rb@db/rb?sslmode=require"), "postgresql://rb@db/rb?sslmode=require");
+        assert_eq!(shown_url("sqlite:///var/lib/richbot/richbot.db"), "sqlite:///var/lib/richbot/richbot.db");
+    }
+
+    #[test]
+    fn in_lists_number_their_placeholders_from_where_they_start() {
+        assert_eq!(list(2, 3), "$2, $3, $4");
+        assert_eq!(Backend::of("postgres://x/y"), Backend::Postgres);
+        assert_eq!(Backend::of("sqlite://x.db"), Backend::Sqlite);
+    }
+
+    /// The two migration sets are kept in step: same migrations, same names, same last
+    /// version, so a deployment can move between databases at any version.
+    #[test]
+    fn both_databases_migrate_to_the_same_schema_version() {
+        let names = |m: &Migrator| m.iter().map(|m| (m.version, m.description.to_string())).collect::<Vec<_>>();
+        assert_eq!(names(&SQLITE), names(&POSTGRES));
+        assert!(Backend::Sqlite.schema_version() >= 15);
+        assert_eq!(Backend::Sqlite.schema_version(), Backend::Postgres.schema_version());
+    }
 }

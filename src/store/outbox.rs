@@ -47,7 +47,7 @@ impl Store {
     pub async fn outbox_claim(&self, w: &NewWrite<'_>, now: i64) -> Result<OutboxRow> {
         sqlx::query(
             "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at, kind, content_hash)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id, seq) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (turn_id, seq) DO NOTHING",
         )
         .bind(w.txn_id)
         .bind(w.turn)
@@ -61,7 +61,7 @@ impl Store {
         .await?;
         let row = sqlx::query(
             "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash FROM outbox
-             WHERE turn_id = ? AND seq = ?",
+             WHERE turn_id = $1 AND seq = $2",
         )
         .bind(w.turn)
         .bind(w.seq)
@@ -81,7 +81,7 @@ impl Store {
 
     /// Counts an attempt at a write.
     pub async fn outbox_attempt(&self, txn_id: &str) -> Result<()> {
-        sqlx::query("UPDATE outbox SET attempts = attempts + 1 WHERE txn_id = ?")
+        sqlx::query("UPDATE outbox SET attempts = attempts + 1 WHERE txn_id = $1")
             .bind(txn_id)
             .execute(&self.writer)
             .await?;
@@ -90,7 +90,7 @@ impl Store {
 
     /// Records that a write landed as `event_id`.
     pub async fn outbox_sent(&self, txn_id: &str, event_id: &ruma::EventId) -> Result<()> {
-        sqlx::query("UPDATE outbox SET state = 'sent', event_id = ?, error = NULL WHERE txn_id = ?")
+        sqlx::query("UPDATE outbox SET state = 'sent', event_id = $1, error = NULL WHERE txn_id = $2")
             .bind(event_id.as_str())
             .bind(txn_id)
             .execute(&self.writer)
@@ -100,7 +100,7 @@ impl Store {
 
     /// Records that the homeserver refused a write for good, with its reason.
     pub async fn outbox_failed(&self, txn_id: &str, reason: &str) -> Result<()> {
-        sqlx::query("UPDATE outbox SET state = 'failed', error = ? WHERE txn_id = ?")
+        sqlx::query("UPDATE outbox SET state = 'failed', error = $1 WHERE txn_id = $2")
             .bind(reason)
             .bind(txn_id)
             .execute(&self.writer)

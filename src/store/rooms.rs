@@ -14,9 +14,9 @@ impl Store {
     /// Replaces a room's membership with the homeserver's list of joined users.
     pub async fn set_joined_members(&self, room_id: &RoomId, joined: &[OwnedUserId]) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        sqlx::query("DELETE FROM room_members WHERE room_id = ?").bind(room_id.as_str()).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM room_members WHERE room_id = $1").bind(room_id.as_str()).execute(&mut *tx).await?;
         for user in joined {
-            sqlx::query("INSERT INTO room_members (room_id, user_id, membership) VALUES (?, ?, 'join')")
+            sqlx::query("INSERT INTO room_members (room_id, user_id, membership) VALUES ($1, $2, 'join')")
                 .bind(room_id.as_str())
                 .bind(user.as_str())
                 .execute(&mut *tx)
@@ -29,7 +29,7 @@ impl Store {
     /// Records one member event.
     pub async fn set_membership(&self, room_id: &RoomId, user_id: &UserId, membership: &str) -> Result<()> {
         sqlx::query(
-            "INSERT INTO room_members (room_id, user_id, membership) VALUES (?, ?, ?)
+            "INSERT INTO room_members (room_id, user_id, membership) VALUES ($1, $2, $3)
              ON CONFLICT (room_id, user_id) DO UPDATE SET membership = excluded.membership",
         )
         .bind(room_id.as_str())
@@ -50,7 +50,7 @@ impl Store {
             None => None,
         };
         let rows =
-            sqlx::query("SELECT user_id FROM room_members WHERE room_id = ? AND membership = 'join' ORDER BY user_id")
+            sqlx::query("SELECT user_id FROM room_members WHERE room_id = $1 AND membership = 'join' ORDER BY user_id")
                 .bind(room_id.as_str())
                 .fetch_all(&self.pool)
                 .await?;
@@ -74,13 +74,16 @@ impl Store {
     /// Rooms where any of `users` has a membership of any kind (for the inbox: rooms whose
     /// events need a worker).
     pub async fn rooms_of(&self, users: &[OwnedUserId]) -> Result<Vec<OwnedRoomId>> {
-        let list = serde_json::to_string(users)?;
-        let rows =
-            sqlx::query("SELECT DISTINCT room_id FROM room_members WHERE user_id IN (SELECT value FROM json_each(?))")
-                .bind(list)
-                .fetch_all(&self.pool)
-                .await?;
-        rows.iter().map(|r| id(r, "room_id")).collect()
+        let mut rooms = std::collections::BTreeSet::new();
+        for chunk in users.chunks(super::LIST_CHUNK) {
+            let sql =
+                format!("SELECT DISTINCT room_id FROM room_members WHERE user_id IN ({})", super::list(1, chunk.len()));
+            let rows = chunk.iter().fold(sqlx::query(&sql), |q, u| q.bind(u.as_str())).fetch_all(&self.pool).await?;
+            for row in &rows {
+                rooms.insert(id(row, "room_id")?);
+            }
+        }
+        Ok(rooms.into_iter().collect())
     }
 
     fn cached_members(&self) -> Option<std::sync::MutexGuard<'_, Members>> {
@@ -101,16 +104,17 @@ impl Store {
     /// rooms the personas are in).
     pub async fn warm_members(&self, rooms: &[OwnedRoomId]) -> Result<()> {
         let Some(generation) = self.cached_members().map(|c| c.generation) else { return Ok(()) };
-        let rows = sqlx::query(
-            "SELECT room_id, user_id FROM room_members WHERE membership = 'join'
-             AND room_id IN (SELECT value FROM json_each(?)) ORDER BY room_id, user_id",
-        )
-        .bind(serde_json::to_string(rooms)?)
-        .fetch_all(&self.pool)
-        .await?;
         let mut found: std::collections::HashMap<OwnedRoomId, Vec<OwnedUserId>> = std::collections::HashMap::new();
-        for row in &rows {
-            found.entry(id(row, "room_id")?).or_default().push(id(row, "user_id")?);
+        for chunk in rooms.chunks(super::LIST_CHUNK) {
+            let sql = format!(
+                "SELECT room_id, user_id FROM room_members WHERE membership = 'join' AND room_id IN ({})
+                 ORDER BY room_id, user_id",
+                super::list(1, chunk.len())
+            );
+            let rows = chunk.iter().fold(sqlx::query(&sql), |q, r| q.bind(r.as_str())).fetch_all(&self.pool).await?;
+            for row in &rows {
+                found.entry(id(row, "room_id")?).or_default().push(id(row, "user_id")?);
+            }
         }
         if let Some(mut cache) = self.cached_members()
             && cache.generation == generation
@@ -134,7 +138,7 @@ impl Store {
     pub async fn shared_rooms(&self, a: &UserId, b: &UserId) -> Result<Vec<OwnedRoomId>> {
         let rows = sqlx::query(
             "SELECT x.room_id FROM room_members x JOIN room_members y ON x.room_id = y.room_id
-             WHERE x.user_id = ? AND y.user_id = ? AND x.membership = 'join' AND y.membership = 'join' ORDER BY x.room_id",
+             WHERE x.user_id = $1 AND y.user_id = $2 AND x.membership = 'join' AND y.membership = 'join' ORDER BY x.room_id",
         )
         .bind(a.as_str())
         .bind(b.as_str())
@@ -145,7 +149,7 @@ impl Store {
 
     /// The persona's DM room with a user, if one is known.
     pub async fn dm_room(&self, persona: &UserId, user_id: &UserId) -> Result<Option<OwnedRoomId>> {
-        let row = sqlx::query("SELECT room_id FROM dm_rooms WHERE persona = ? AND user_id = ?")
+        let row = sqlx::query("SELECT room_id FROM dm_rooms WHERE persona = $1 AND user_id = $2")
             .bind(persona.as_str())
             .bind(user_id.as_str())
             .fetch_optional(&self.pool)
@@ -156,7 +160,7 @@ impl Store {
     /// Remembers the persona's DM room with a user.
     pub async fn set_dm_room(&self, persona: &UserId, user_id: &UserId, room_id: &RoomId) -> Result<()> {
         sqlx::query(
-            "INSERT INTO dm_rooms (persona, user_id, room_id) VALUES (?, ?, ?)
+            "INSERT INTO dm_rooms (persona, user_id, room_id) VALUES ($1, $2, $3)
              ON CONFLICT (persona, user_id) DO UPDATE SET room_id = excluded.room_id",
         )
         .bind(persona.as_str())

@@ -39,7 +39,7 @@ impl Store {
     pub async fn record_sent(&self, m: &NewSent<'_>) -> Result<()> {
         sqlx::query(
             "INSERT INTO sent_messages (event_id, room_id, sender, thread_root, replaces, content, sent_at, next_edit_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING",
         )
         .bind(m.event_id.as_str())
         .bind(m.room_id.as_str())
@@ -56,7 +56,7 @@ impl Store {
 
     /// The message `event_id` if a persona of ours sent it.
     pub async fn sent_message(&self, event_id: &EventId) -> Result<Option<SentMessage>> {
-        let row = sqlx::query("SELECT event_id, room_id, sender, thread_root, replaces, content, edits FROM sent_messages WHERE event_id = ?")
+        let row = sqlx::query("SELECT event_id, room_id, sender, thread_root, replaces, content, edits FROM sent_messages WHERE event_id = $1")
             .bind(event_id.as_str())
             .fetch_optional(&self.pool)
             .await?;
@@ -78,7 +78,7 @@ impl Store {
     /// Whether `sender` posted in the thread rooted at `root` (or is its root's author).
     pub async fn posted_in_thread(&self, room_id: &RoomId, root: &EventId, sender: &UserId) -> Result<bool> {
         let row = sqlx::query(
-            "SELECT 1 FROM sent_messages WHERE room_id = ? AND sender = ? AND (thread_root = ? OR event_id = ?) LIMIT 1",
+            "SELECT 1 FROM sent_messages WHERE room_id = $1 AND sender = $2 AND (thread_root = $3 OR event_id = $4) LIMIT 1",
         )
         .bind(room_id.as_str())
         .bind(sender.as_str())
@@ -101,8 +101,8 @@ impl Store {
         interval: i64,
     ) -> Result<Option<i64>> {
         let row = sqlx::query(
-            "UPDATE sent_messages SET next_edit_at = MAX(next_edit_at, ?1) + ?2, edits = edits + 1
-             WHERE event_id = ?3 AND sender = ?4 AND replaces IS NULL RETURNING next_edit_at - ?2 AS slot",
+            "UPDATE sent_messages SET next_edit_at = CASE WHEN next_edit_at > $1 THEN next_edit_at ELSE $1 END + $2, edits = edits + 1
+             WHERE event_id = $3 AND sender = $4 AND replaces IS NULL RETURNING next_edit_at - $2 AS slot",
         )
         .bind(now)
         .bind(interval)
@@ -117,7 +117,7 @@ impl Store {
     /// `done_at + interval` (the homeserver stamps the write somewhere before `done_at`),
     /// and the stored content becomes `content`.
     pub async fn edit_landed(&self, event_id: &EventId, content: &Value, done_at: i64, interval: i64) -> Result<()> {
-        sqlx::query("UPDATE sent_messages SET next_edit_at = MAX(next_edit_at, ?), content = ? WHERE event_id = ?")
+        sqlx::query("UPDATE sent_messages SET next_edit_at = CASE WHEN next_edit_at > $1 THEN next_edit_at ELSE $1 END, content = $2 WHERE event_id = $3")
             .bind(done_at + interval)
             .bind(content.to_string())
             .bind(event_id.as_str())
@@ -130,7 +130,7 @@ impl Store {
     pub async fn record_buttons(&self, room: &RoomId, sender: &UserId, event: &EventId, ids: &[String]) -> Result<()> {
         for id in ids {
             sqlx::query(
-                "INSERT INTO sent_buttons (room_id, sender, button_id, event_id) VALUES (?, ?, ?, ?)
+                "INSERT INTO sent_buttons (room_id, sender, button_id, event_id) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (room_id, sender, button_id) DO UPDATE SET event_id = excluded.event_id",
             )
             .bind(room.as_str())
@@ -145,7 +145,7 @@ impl Store {
 
     /// Whether `sender` posted a button with id `button_id` in `room`.
     pub async fn button_posted(&self, room: &RoomId, sender: &UserId, button_id: &str) -> Result<bool> {
-        let row = sqlx::query("SELECT 1 FROM sent_buttons WHERE room_id = ? AND sender = ? AND button_id = ?")
+        let row = sqlx::query("SELECT 1 FROM sent_buttons WHERE room_id = $1 AND sender = $2 AND button_id = $3")
             .bind(room.as_str())
             .bind(sender.as_str())
             .bind(button_id)

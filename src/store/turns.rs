@@ -52,7 +52,7 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         let id: i64 = sqlx::query(
             "INSERT INTO turns (room_id, persona, asker, started_at, notice, notice_outcome)
-             VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(room_id.as_str())
         .bind(persona.as_str())
@@ -63,12 +63,9 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?
         .try_get("id")?;
-        if !seqs.is_empty() {
-            sqlx::query("UPDATE events SET turn_id = ? WHERE seq IN (SELECT value FROM json_each(?))")
-                .bind(id)
-                .bind(serde_json::to_string(seqs)?)
-                .execute(&mut *tx)
-                .await?;
+        for chunk in seqs.chunks(super::LIST_CHUNK) {
+            let sql = format!("UPDATE events SET turn_id = $1 WHERE seq IN ({})", super::list(2, chunk.len()));
+            chunk.iter().fold(sqlx::query(&sql).bind(id), |q, seq| q.bind(*seq)).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(TurnRow {
@@ -86,7 +83,7 @@ impl Store {
     pub async fn unfinished_turn(&self, room_id: &RoomId) -> Result<Option<(TurnRow, Vec<StoredEvent>)>> {
         let row = sqlx::query(
             "SELECT id, room_id, persona, asker, notice, notice_outcome, started_at FROM turns
-             WHERE state = 'running' AND room_id = ? ORDER BY id LIMIT 1",
+             WHERE state = 'running' AND room_id = $1 ORDER BY id LIMIT 1",
         )
         .bind(room_id.as_str())
         .fetch_optional(&self.pool)
@@ -103,7 +100,7 @@ impl Store {
             },
             started_at: row.try_get("started_at")?,
         };
-        let sql = format!("SELECT {COLUMNS} FROM events WHERE turn_id = ? ORDER BY seq");
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE turn_id = $1 ORDER BY seq");
         let rows = sqlx::query(&sql).bind(turn.id).fetch_all(&self.pool).await?;
         let events = rows.iter().map(StoredEvent::from_row).collect::<Result<_>>()?;
         Ok(Some((turn, events)))
@@ -118,7 +115,7 @@ impl Store {
 
     /// Turns a running turn into one that only posts `notice` (a lost answer, told).
     pub async fn set_turn_notice(&self, id: i64, notice: &Notice) -> Result<()> {
-        sqlx::query("UPDATE turns SET notice = ?, notice_outcome = ? WHERE id = ? AND state = 'running'")
+        sqlx::query("UPDATE turns SET notice = $1, notice_outcome = $2 WHERE id = $3 AND state = 'running'")
             .bind(&notice.text)
             .bind(&notice.outcome)
             .bind(id)
@@ -129,9 +126,9 @@ impl Store {
 
     /// Records a model reply of a turn (round from 1), before its tools run.
     pub async fn record_reply(&self, turn: i64, round: u32, reply: &str) -> Result<()> {
-        sqlx::query("INSERT INTO turn_replies (turn_id, round, reply) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+        sqlx::query("INSERT INTO turn_replies (turn_id, round, reply) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
             .bind(turn)
-            .bind(round)
+            .bind(i64::from(round))
             .bind(reply)
             .execute(&self.writer)
             .await?;
@@ -140,7 +137,7 @@ impl Store {
 
     /// A turn's recorded model replies, in order.
     pub async fn replies(&self, turn: i64) -> Result<Vec<String>> {
-        let rows = sqlx::query("SELECT reply FROM turn_replies WHERE turn_id = ? ORDER BY round")
+        let rows = sqlx::query("SELECT reply FROM turn_replies WHERE turn_id = $1 ORDER BY round")
             .bind(turn)
             .fetch_all(&self.pool)
             .await?;
@@ -151,18 +148,18 @@ impl Store {
     pub async fn finish_turn(&self, id: i64, record: &TurnRecord, now: i64) -> Result<()> {
         let mut tx = self.writer.begin().await?;
         sqlx::query(
-            "UPDATE turns SET state = 'done', finished_at = ?, outcome = ?, rounds = ?, prompt_tokens = ?, completion_tokens = ?
-             WHERE id = ?",
+            "UPDATE turns SET state = 'done', finished_at = $1, outcome = $2, rounds = $3, prompt_tokens = $4, completion_tokens = $5
+             WHERE id = $6",
         )
         .bind(now)
         .bind(&record.outcome)
-        .bind(record.rounds)
+        .bind(i64::from(record.rounds))
         .bind(record.prompt_tokens as i64)
         .bind(record.completion_tokens as i64)
         .bind(id)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE events SET processed = 1 WHERE turn_id = ?").bind(id).execute(&mut *tx).await?;
+        sqlx::query("UPDATE events SET processed = 1 WHERE turn_id = $1").bind(id).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -170,7 +167,7 @@ impl Store {
     /// Finished turns of a room: (outcome, rounds, prompt tokens, completion tokens).
     pub async fn turn_outcomes(&self, room_id: &RoomId) -> Result<Vec<(String, i64, i64, i64)>> {
         let rows = sqlx::query(
-            "SELECT outcome, rounds, prompt_tokens, completion_tokens FROM turns WHERE room_id = ? AND state = 'done' ORDER BY id",
+            "SELECT outcome, rounds, prompt_tokens, completion_tokens FROM turns WHERE room_id = $1 AND state = 'done' ORDER BY id",
         )
         .bind(room_id.as_str())
         .fetch_all(&self.pool)

@@ -60,10 +60,10 @@ impl Store {
         let tokens = limit(tokens);
         let row = sqlx::query(
             "INSERT INTO llm_usage (at, user_id, room_id, tokens)
-             SELECT ?1, ?2, ?3, ?4
-             WHERE (?5 = 0 OR (SELECT COALESCE(SUM(tokens), 0) FROM llm_usage WHERE user_id = ?2 AND at > ?8) + ?4 <= ?5)
-               AND (?6 = 0 OR (SELECT COALESCE(SUM(tokens), 0) FROM llm_usage WHERE room_id = ?3 AND at > ?8) + ?4 <= ?6)
-               AND (?7 = 0 OR (SELECT COALESCE(SUM(tokens), 0) FROM llm_usage WHERE at > ?8) + ?4 <= ?7)
+             SELECT $1, $2, $3, $4
+             WHERE ($5 = 0 OR (SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) FROM llm_usage WHERE user_id = $2 AND at > $8) + $4 <= $5)
+               AND ($6 = 0 OR (SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) FROM llm_usage WHERE room_id = $3 AND at > $8) + $4 <= $6)
+               AND ($7 = 0 OR (SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) FROM llm_usage WHERE at > $8) + $4 <= $7)
              RETURNING id",
         )
         .bind(now)
@@ -80,20 +80,16 @@ impl Store {
             return Ok(Ok(row.try_get("id")?));
         }
         let scopes = [
-            (BudgetKind::User, budgets.per_user, "user_id = ?", Some(user.as_str())),
-            (BudgetKind::Room, budgets.per_room, "room_id = ?", Some(room.as_str())),
-            (BudgetKind::Deployment, budgets.total, "1 = 1", None),
+            (BudgetKind::User, budgets.per_user, "user_id = $2", Some(user.as_str())),
+            (BudgetKind::Room, budgets.per_room, "room_id = $2", Some(room.as_str())),
+            (BudgetKind::Deployment, budgets.total, "$2 IS NULL", None),
         ];
         for (kind, max, filter, value) in scopes {
             if max == 0 {
                 continue;
             }
-            let sql = format!("SELECT at, tokens FROM llm_usage WHERE {filter} AND at > ? ORDER BY at");
-            let mut query = sqlx::query(&sql);
-            if let Some(v) = value {
-                query = query.bind(v);
-            }
-            let rows = query.bind(since).fetch_all(&self.pool).await?;
+            let sql = format!("SELECT at, tokens FROM llm_usage WHERE at > $1 AND {filter} ORDER BY at");
+            let rows = sqlx::query(&sql).bind(since).bind(value).fetch_all(&self.pool).await?;
             let used: i64 = rows.iter().map(|r| r.try_get::<i64, _>("tokens").unwrap_or(0)).sum();
             let over = used + tokens - limit(max);
             if over <= 0 {
@@ -117,7 +113,7 @@ impl Store {
 
     /// Replaces a reservation's estimate with the tokens the call really used.
     pub async fn settle_tokens(&self, id: i64, tokens: u64) -> Result<()> {
-        sqlx::query("UPDATE llm_usage SET tokens = ?, settled = 1 WHERE id = ?")
+        sqlx::query("UPDATE llm_usage SET tokens = $1, settled = 1 WHERE id = $2")
             .bind(limit(tokens))
             .bind(id)
             .execute(&self.writer)
@@ -128,14 +124,15 @@ impl Store {
     /// What `user` used over the rolling day before `now`: tokens, and turns they asked.
     pub async fn day_use(&self, user: &UserId, now: i64) -> Result<DayUse> {
         let since = now - DAY_MS;
-        let tokens: i64 =
-            sqlx::query("SELECT COALESCE(SUM(tokens), 0) AS n FROM llm_usage WHERE user_id = ? AND at > ?")
-                .bind(user.as_str())
-                .bind(since)
-                .fetch_one(&self.pool)
-                .await?
-                .try_get("n")?;
-        let turns: i64 = sqlx::query("SELECT COUNT(*) AS n FROM turns WHERE asker = ? AND started_at > ?")
+        let tokens: i64 = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) AS n FROM llm_usage WHERE user_id = $1 AND at > $2",
+        )
+        .bind(user.as_str())
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?
+        .try_get("n")?;
+        let turns: i64 = sqlx::query("SELECT COUNT(*) AS n FROM turns WHERE asker = $1 AND started_at > $2")
             .bind(user.as_str())
             .bind(since)
             .fetch_one(&self.pool)
@@ -148,8 +145,8 @@ impl Store {
     /// only after the last telling's `until` has passed. Atomic, so one notice per budget.
     pub async fn budget_notice_due(&self, key: &str, until: i64, now: i64) -> Result<bool> {
         let row = sqlx::query(
-            "INSERT INTO budget_notices (key, until) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET until = excluded.until WHERE budget_notices.until <= ?3
+            "INSERT INTO budget_notices (key, until) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET until = excluded.until WHERE budget_notices.until <= $3
              RETURNING 1 AS due",
         )
         .bind(key)

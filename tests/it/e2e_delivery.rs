@@ -52,8 +52,8 @@ async fn a_write_whose_outcome_was_lost_is_found_by_its_marker_not_sent_again() 
     env.bot.stop().await;
     // Put the store back to "sent, but the record was not kept": a crash between the send
     // and its record. Then Synapse restarts, forgetting its transaction ids.
-    let url = format!("sqlite://{}", env.dir.path().join("richbot.db").display());
-    let db = sqlx::SqlitePool::connect(&url).await.expect("db");
+    sqlx::any::install_default_drivers();
+    let db = sqlx::AnyPool::connect(&env.db_url).await.expect("db");
     for sql in [
         "UPDATE outbox SET state = 'pending', event_id = NULL",
         "DELETE FROM sent_messages",

@@ -27,7 +27,7 @@ struct Edge {
 
 async fn edge() -> Edge {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&format!("sqlite://{}", dir.path().join("edge.db").display()))
+    let store = Store::open(&crate::support::postgres::database_url(dir.path(), "edge.db").await)
         .await
         .expect("store")
         .caching_members();

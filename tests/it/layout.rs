@@ -1,6 +1,7 @@
 //! The layout as a checked rule, not a hope: `src/lib.rs` declares its modules in order,
 //! and a module may use only modules declared after it (no upward import, so no circle);
-//! no file of code under `src/` is over 300 lines (the block catalogue is data, not code).
+//! no file of code under `src/` is over 300 lines (the block catalogue is data, not code);
+//! the PostgreSQL run of the suite leaves out no module that keeps state.
 
 use std::path::{Path, PathBuf};
 
@@ -94,4 +95,40 @@ fn no_file_of_code_is_over_300_lines() {
         }
     }
     assert!(long.is_empty(), "split these:\n{}", long.join("\n"));
+}
+
+/// The PostgreSQL run (`tests/it_postgres`) includes every module of `tests/it` that keeps
+/// state, and only those: a new stateful test file cannot silently run on SQLite alone.
+#[test]
+fn the_postgres_run_has_every_module_that_keeps_state() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let main = std::fs::read_to_string(tests.join("it_postgres/main.rs")).expect("it_postgres/main.rs");
+    // Modules taken from tests/it (its own, such as `exclusive`, are not counted).
+    let lines: Vec<&str> = main.lines().collect();
+    let mut listed: Vec<String> = lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("#[path = \"../it/"))
+        .filter_map(|w| w[1].strip_prefix("mod ")?.strip_suffix(';').map(str::to_owned))
+        .collect();
+    // What these test is the config and the packaging around SQLite, not the store.
+    const SQLITE_ONLY: [&str; 2] = ["first_run", "packaging"];
+    let mut stateful = vec!["support".to_owned()];
+    for entry in std::fs::read_dir(tests.join("it")).expect("tests/it") {
+        let path = entry.expect("entry").path();
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        if path.extension().is_none_or(|e| e != "rs")
+            || name == "main"
+            || name == "layout"
+            || SQLITE_ONLY.contains(&name.as_str())
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read");
+        if ["Env::start", "database_url(", "Store::open(", "fake_hs::"].iter().any(|m| text.contains(m)) {
+            stateful.push(name);
+        }
+    }
+    stateful.sort_unstable();
+    listed.sort_unstable();
+    assert_eq!(listed, stateful);
 }

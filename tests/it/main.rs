@@ -21,6 +21,7 @@ mod layout;
 mod edge;
 mod first_run;
 mod matrix_retry;
+mod migrate;
 mod mcp;
 mod pipeline;
 mod packaging;

@@ -136,7 +136,7 @@ impl Bot {
         .expect("reg");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let db = format!("sqlite://{}", dir.path().join("bot.db").display());
+        let db = super::postgres::database_url(dir.path(), "bot.db").await;
         let toml = format!(
             "[homeserver]\nurl = \"{hs}\"\nserver_name = \"x\"\n[appservice]\nregistration = \"reg.yaml\"\nlisten = \"{addr}\"\n\
              [database]\nurl = \"{db}\"\n[llm]\nbase_url = \"{llm}\"\nmodel = \"m\"\ntimeout_secs = 2\n[access]\nallow = [\"@alice:x\", \"@bob:x\"]\n{extra_toml}",

@@ -4,6 +4,7 @@
 pub mod fake_hs;
 pub mod llm;
 pub mod mcp;
+pub mod postgres;
 pub mod synapse;
 
 use std::future::Future;
@@ -222,6 +223,8 @@ pub struct Env {
     pub mallory: User,
     pub bot_addr: SocketAddr,
     pub metrics_url: String,
+    /// The bot's database (SQLite in `dir`, or PostgreSQL in the `it_postgres` run).
+    pub db_url: String,
 }
 
 pub const BOT: &str = "@richbot:localhost";
@@ -240,13 +243,14 @@ impl Env {
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let config_path = dir.path().join("richbot.toml");
+        let db_url = postgres::database_url(dir.path(), "richbot.db").await;
         let mut toml = format!(
             "[homeserver]\nurl = \"{}\"\nserver_name = \"localhost\"\n\n[appservice]\nregistration = \"{}\"\nlisten = \"{bot_addr}\"\n\n\
-             [database]\nurl = \"sqlite://{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = {}\n\n\
+             [database]\nurl = \"{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = {}\n\n\
              [access]\nallow = [\"@alice:localhost\", \"@bob:localhost\"]\n\n",
             synapse.url,
             synapse.registration.display(),
-            dir.path().join("richbot.db").display(),
+            db_url,
             llm.base_url,
             opts.llm_timeout_secs,
         );
@@ -263,7 +267,7 @@ impl Env {
         let bob = User::register(&synapse.url, "bob").await;
         let mallory = User::register(&synapse.url, "mallory").await;
         let metrics_url = format!("http://{metrics_addr}/metrics");
-        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr, metrics_url }
+        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr, metrics_url, db_url }
     }
 
     /// The bot's Prometheus text.
@@ -321,9 +325,7 @@ impl Env {
 
     /// Opens the bot's database (read side, for assertions).
     pub async fn store(&self) -> richbot::store::Store {
-        richbot::store::Store::open(&format!("sqlite://{}", self.dir.path().join("richbot.db").display()))
-            .await
-            .expect("store")
+        richbot::store::Store::open(&self.db_url).await.expect("store")
     }
 
     /// Waits until every turn in `room` is done, and at least `n` of them.

@@ -1,0 +1,109 @@
+//! Opening a store: PostgreSQL as it comes, SQLite with its settings (WAL, the writer
+//! connection kept for good, owner-only files) and the file helpers that go with it.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use sqlx::Executor;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+
+use super::{Backend, Error, POSTGRES, Result, SQLITE, Store, durable};
+
+impl Store {
+    pub(super) async fn open_postgres(url: &str) -> Result<Self> {
+        let options = AnyConnectOptions::from_str(url)?;
+        let writer = AnyPoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        POSTGRES.run(&writer).await?;
+        let pool = AnyPoolOptions::new().max_connections(8).connect_with(options).await?;
+        let durable = Arc::new(durable::Durable::new(None));
+        Ok(Self { backend: Backend::Postgres, pool, writer, durable, members: None })
+    }
+
+    pub(super) async fn open_sqlite(url: &str, full: bool) -> Result<Self> {
+        let file = file_path(url);
+        if let Some(path) = &file {
+            private_file(path)?;
+        }
+        let options = AnyConnectOptions::from_str(&sqlite_url(url))?;
+        let writer = sqlite_pool(1)
+            // One connection for good: its statement cache stays warm.
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options.clone())
+            .await?;
+        SQLITE.run(&writer).await?;
+        // An in-memory database is one per connection: there, the writer reads too.
+        let pool = match &file {
+            Some(_) => sqlite_pool(8).connect_with(options).await?,
+            None => writer.clone(),
+        };
+        if let Some(path) = &file {
+            for suffix in ["", "-wal", "-shm"] {
+                let p = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+                if p.exists() {
+                    restrict(&p)?;
+                }
+            }
+        }
+        let durable = Arc::new(durable::Durable::new(file.filter(|_| full)));
+        Ok(Self { backend: Backend::Sqlite, pool, writer, durable, members: None })
+    }
+}
+
+/// SQLite connections: WAL, commits written to the WAL but flushed only at durability
+/// points (`durable.rs`), foreign keys, deleted content overwritten, a writer waited for.
+fn sqlite_pool(n: u32) -> AnyPoolOptions {
+    AnyPoolOptions::new().max_connections(n).test_before_acquire(false).after_connect(|conn, _| {
+        Box::pin(async move {
+            conn.execute(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
+                 PRAGMA secure_delete = ON; PRAGMA busy_timeout = 10000;",
+            )
+            .await?;
+            Ok(())
+        })
+    })
+}
+
+/// An SQLite URL that creates its file if missing.
+fn sqlite_url(url: &str) -> String {
+    if url.contains("mode=") || url.contains(":memory:") {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+/// Creates the database file owner-only if it is missing (SQLite gives its WAL files the
+/// same mode), and tightens an existing one.
+fn private_file(path: &std::path::Path) -> Result<()> {
+    if !path.exists() {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options.open(path).map_err(|e| Error::File(path.display().to_string(), e))?;
+    }
+    restrict(path)
+}
+
+fn restrict(path: &std::path::Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| Error::File(path.display().to_string(), e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// The file of an SQLite URL (`sqlite://path?mode=...`), if it names one.
+pub fn file_path(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && !path.starts_with(':')).then(|| std::path::PathBuf::from(path))
+}

@@ -1,0 +1,47 @@
+//! The integration tests again, on PostgreSQL: every module of `tests/it` that keeps state
+//! (the store, the pipeline, end to end against Synapse), each test on a fresh database of
+//! a real PostgreSQL server the harness starts (`support/postgres.rs`). The modules are
+//! `tests/it`'s own files; `tests/it/layout.rs` checks that none that touches the
+//! database is left out.
+
+// Some helpers serve only the modules that need no database.
+#[allow(dead_code)]
+#[path = "../it/support/mod.rs"]
+mod support;
+
+#[path = "../it/e2e_appservice.rs"]
+mod e2e_appservice;
+#[path = "../it/e2e_commands.rs"]
+mod e2e_commands;
+#[path = "../it/e2e_crash.rs"]
+mod e2e_crash;
+#[path = "../it/e2e_delivery.rs"]
+mod e2e_delivery;
+#[path = "../it/e2e_live.rs"]
+mod e2e_live;
+#[path = "../it/e2e_models.rs"]
+mod e2e_models;
+#[path = "../it/e2e_rooms.rs"]
+mod e2e_rooms;
+#[path = "../it/e2e_safety.rs"]
+mod e2e_safety;
+#[path = "../it/e2e_shutdown.rs"]
+mod e2e_shutdown;
+#[path = "../it/e2e_tools.rs"]
+mod e2e_tools;
+#[path = "../it/e2e_turn.rs"]
+mod e2e_turn;
+#[path = "../it/edge.rs"]
+mod edge;
+#[path = "../it/matrix_retry.rs"]
+mod matrix_retry;
+#[path = "../it/migrate.rs"]
+mod migrate;
+#[path = "../it/pipeline.rs"]
+mod pipeline;
+#[path = "../it/safety.rs"]
+mod safety;
+#[path = "../it/store.rs"]
+mod store;
+
+mod exclusive;
