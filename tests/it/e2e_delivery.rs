@@ -5,6 +5,12 @@
 //!
 //! The fault-injection test takes about a minute: 30 kills and restarts, plus Synapse
 //! restarts. Its seed is printed and can be set with `RICHBOT_FAULT_SEED`.
+//!
+//! Synapse restarts come only once every question asked so far has reached richbot:
+//! Synapse keeps the events it has not yet put in an appservice transaction in memory and
+//! loses them when it stops (element-hq/synapse#11637), so a question sent milliseconds
+//! before a restart may never be pushed to any appservice. What richbot answers for
+//! starts at its door.
 
 use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
@@ -116,6 +122,35 @@ async fn spawn_serve(env: &Env) -> tokio::process::Child {
     child
 }
 
+/// Holds the asking back, once every question asked is stored by richbot (Synapse has
+/// pushed it, and holds nothing of it in memory).
+async fn all_received<'a>(
+    env: &Env,
+    asked: &'a tokio::sync::Mutex<Vec<String>>,
+) -> tokio::sync::MutexGuard<'a, Vec<String>> {
+    let held = asked.lock().await;
+    let store = env.store().await;
+    let matrix = richbot::matrix::Client::new(&env.synapse.url, &env.synapse.as_token, Default::default());
+    let mut polls = 0u32;
+    eventually("every question asked reaches richbot", Duration::from_secs(120), || {
+        polls += 1;
+        let (store, matrix, held, ping) = (&store, &matrix, &held, polls.is_multiple_of(20));
+        async move {
+            if ping {
+                let _ = matrix.ping(AS_ID, "fault-test").await;
+            }
+            for id in held.iter() {
+                let id = ruma::EventId::parse(id.as_str()).expect("an event id");
+                store.event(&id).await.ok()??;
+            }
+            Some(())
+        }
+    })
+    .await;
+    store.close().await;
+    held
+}
+
 /// One fault-injection run: `kills` SIGKILLs at random moments while questions flow into
 /// three rooms, every `synapse_every`-th kill also restarting Synapse. Returns what it saw.
 async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> String {
@@ -138,14 +173,19 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
     // Waiting like an operator would: a ping now and then cuts Synapse's retry back-off
     // toward an appservice it saw go down (richbot pings once at start, too).
     let matrix = richbot::matrix::Client::new(&env.synapse.url, &env.synapse.as_token, Default::default());
+    // The questions asked so far; held while asking, and by a Synapse restart.
+    let asked = std::sync::Arc::new(tokio::sync::Mutex::new(Vec::<String>::new()));
     let driver = {
         let rooms = rooms.clone();
         let matrix = matrix.clone();
+        let asked = asked.clone();
         tokio::spawn(async move {
             for n in 0..per_room {
+                let mut asking = asked.lock().await;
                 for (i, (user, room, prefix)) in rooms.iter().enumerate() {
-                    user.say(room, &format!("{prefix}Q{}", i * 10 + n)).await;
+                    asking.push(user.say(room, &format!("{prefix}Q{}", i * 10 + n)).await);
                 }
+                drop(asking);
                 for (i, (user, room, _)) in rooms.iter().enumerate() {
                     let want = format!("Answer to Q{}.", i * 10 + n);
                     let mut polls = 0u32;
@@ -169,11 +209,15 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     for k in 0..kills {
         tokio::time::sleep(Duration::from_millis(rng.random_range(150..1200))).await;
+        let restart_synapse = synapse_every.is_some_and(|every| k % every == every - 1);
+        // No question asked meanwhile, and every one asked already at richbot's door.
+        let quiet = if restart_synapse { Some(all_received(&env, &asked).await) } else { None };
         serve.start_kill().expect("SIGKILL");
         let _ = serve.wait().await;
-        if synapse_every.is_some_and(|every| k % every == every - 1) {
+        if restart_synapse {
             tokio::task::block_in_place(|| env.synapse.restart());
         }
+        drop(quiet);
         serve = spawn_serve(&env).await;
     }
     if let Err(e) = driver.await {
