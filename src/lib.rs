@@ -39,7 +39,8 @@
 //!    across personas (`rb.<instance>.<turn>.<seq>`, in `outbox`); a retry or a resumed
 //!    turn reuses it.
 //! 5. One turn per room at a time, rooms in parallel up to a cap; messages that arrive
-//!    during a turn are the next turn's.
+//!    during a turn are the next turn's. Among several instances on one PostgreSQL, a room
+//!    is worked on only under its lease (`room::leases`), which runs out if its holder dies.
 //! 6. Edits only of messages a persona of ours sent (checked in the store), and writes to
 //!    one message at least `bot.edit_interval_ms` (default 2.5 s) apart: a too-early edit
 //!    waits for a slot reserved atomically in SQL.
@@ -106,16 +107,20 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    // One process per database (a file lock for SQLite, an advisory lock for PostgreSQL):
-    // a second `serve` would resume the first's turns.
+    // SQLite: one process per database (a file lock), which may keep members in memory.
+    // PostgreSQL: any number of instances, sharing the rooms through leases (and none
+    // while `richbot migrate` copies the database).
     let _lock = store::lock_file(&settings.config.database.url).map_err(Error::Locked)?;
     let parts = Parts::build(&settings).await?;
-    let _exclusive = parts.store.exclusive().await?;
+    let serving = parts.store.serving().await?;
+    let shared = parts.store.backend() == store::Backend::Postgres;
     let queue = parts.room_queue().await?;
     let models = parts::persona_models(&settings, &parts.llm);
     let Parts { store, matrix, personas, llm } = parts;
-    let store = store.caching_members();
+    let store = if shared { store } else { store.caching_members() };
     store.warm_members(&queue.watched_rooms()).await?;
+    let lease = Duration::from_secs(settings.config.bot.lease_secs);
+    let leases = shared.then(|| room::Leases::new(store.clone(), lease, serving.as_ref().map(|h| h.session())));
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         listen = %settings.listen,
@@ -123,6 +128,7 @@ pub async fn run(
         server_name = %settings.config.homeserver.server_name,
         personas = %personas.all().iter().map(|p| p.user_id.as_str()).collect::<Vec<_>>().join(", "),
         database = %store::shown_url(&settings.config.database.url),
+        lease_holder = leases.as_ref().map_or("", |l| l.holder()),
         model = %settings.config.llm.model,
         "richbot starting"
     );
@@ -148,10 +154,14 @@ pub async fn run(
     .with_models(models);
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
-    let rooms =
+    let mut rooms =
         room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy.clone(), metrics.clone());
-    let inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone())
+    let mut inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone())
         .with_approvals(approvals);
+    if let Some(leases) = leases {
+        rooms = rooms.sharing(leases);
+        inbox = inbox.sharing();
+    }
     let concurrent = settings.config.appservice.max_concurrent_transactions;
     let state = appservice::AppState::with_limit(&settings.registration.hs_token, inbox, personas.clone(), concurrent);
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);

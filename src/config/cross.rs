@@ -41,11 +41,13 @@ pub fn registration(config: &Config, listen: Option<SocketAddr>, reg: &Registrat
     if let (Some(listen), Some(url)) = (listen, reg.url.as_deref()) {
         match url_host_port(url) {
             Some((host, port))
-                if port != listen.port() || !(listen.ip().is_unspecified() || same_host(&host, listen)) =>
+                if !config.appservice.behind_proxy
+                    && (port != listen.port() || !(listen.ip().is_unspecified() || same_host(&host, listen))) =>
             {
                 problems.push(format!(
                     "appservice.listen: richbot listens on {listen} but the registration's url is {url}, where the \
-                     homeserver will look for it; make them the same address and port"
+                     homeserver will look for it; make them the same address and port (or, behind a load balancer \
+                     at that url, set appservice.behind_proxy = true)"
                 ));
             }
             Some(_) => {}

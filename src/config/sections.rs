@@ -37,6 +37,10 @@ pub struct Appservice {
     /// Transactions handled at once; more get 503 with `Retry-After`.
     #[serde(default = "default_concurrent")]
     pub max_concurrent_transactions: usize,
+    /// The homeserver reaches richbot through a load balancer or proxy at the
+    /// registration's `url` (several instances), so `listen` need not be that address.
+    #[serde(default)]
+    pub behind_proxy: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -133,6 +137,11 @@ pub struct Bot {
     /// rest resume at the next start).
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_secs: u64,
+    /// Several instances on one PostgreSQL: how long a room stays with the instance
+    /// handling it without word from it (renewed while it works), so a dead instance's
+    /// rooms go to another after at most this long.
+    #[serde(default = "default_lease")]
+    pub lease_secs: u64,
 }
 
 /// What a persona does in an encrypted room.
@@ -215,6 +224,9 @@ fn default_delivery_deadline() -> u64 {
 fn default_shutdown_grace() -> u64 {
     20
 }
+fn default_lease() -> u64 {
+    30
+}
 fn default_concurrent() -> usize {
     4
 }
@@ -267,6 +279,7 @@ impl Default for Bot {
             encrypted_rooms: EncryptedRooms::default(),
             delivery_deadline_secs: default_delivery_deadline(),
             shutdown_grace_secs: default_shutdown_grace(),
+            lease_secs: default_lease(),
         }
     }
 }

@@ -49,6 +49,9 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if !(1..=32).contains(&config.llm.max_rounds) {
         problems.push("llm.max_rounds: must be 1-32".to_owned());
     }
+    if config.bot.lease_secs < 3 {
+        problems.push("bot.lease_secs: must be at least 3 (a lease is renewed every third of it)".to_owned());
+    }
     if config.bot.max_parallel_rooms == 0 {
         problems.push("bot.max_parallel_rooms: must be at least 1".to_owned());
     }

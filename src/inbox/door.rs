@@ -13,15 +13,21 @@
 //!   leaves it with nothing pending.
 //!
 //! A persona's membership or message makes its room watched from then on.
+//!
+//! With other instances on the same database (`shared`), what this process saw is not all
+//! there is: a persona may have joined a room through a transaction another instance took.
+//! So before deciding, the door asks the database which of the transaction's rooms are
+//! watched there (a persona's membership, applied or still pending), and no chatter is
+//! settled in a watched room (the members are not kept in memory then).
 
-use ruma::UserId;
+use ruma::{OwnedRoomId, OwnedUserId, UserId};
 use serde_json::Value;
 
 use crate::blocks::read_used_id;
 use crate::personas::Personas;
 use crate::queue::RoomQueue;
 use crate::room::{Policy, triggers};
-use crate::store::{NewEvent, Store};
+use crate::store::{self, NewEvent, Store};
 
 /// What the door decides with.
 #[derive(Debug, Clone)]
@@ -30,9 +36,29 @@ pub struct Door {
     pub(super) queue: std::sync::Arc<RoomQueue>,
     pub(super) personas: Personas,
     pub(super) policy: Policy,
+    /// Other instances share the database.
+    pub(super) shared: bool,
 }
 
 impl Door {
+    /// Among other instances: learns which rooms of `events` are watched in the database.
+    pub async fn learn_watched(&self, events: &[NewEvent]) -> Result<(), store::Error> {
+        if !self.shared {
+            return Ok(());
+        }
+        let mut rooms: Vec<OwnedRoomId> = Vec::new();
+        for e in events.iter().filter(|e| !e.processed) {
+            if !rooms.contains(&e.room_id) && !self.queue.watched(&e.room_id) {
+                rooms.push(e.room_id.clone());
+            }
+        }
+        let personas: Vec<OwnedUserId> = self.personas.all().iter().map(|p| p.user_id.clone()).collect();
+        for room in self.store.watched_among(&rooms, &personas).await? {
+            self.queue.watch(&room);
+        }
+        Ok(())
+    }
+
     /// Whether a worker must see `event`; if so, its room is active from now on.
     pub fn needs_worker(&self, event: &NewEvent) -> bool {
         let room = &event.room_id;

@@ -66,7 +66,14 @@ impl Inbox {
         metrics: Arc<Metrics>,
     ) -> Self {
         let approvals = Approvals::new(store.clone());
-        Self { door: door::Door { store: store.clone(), queue, personas, policy }, store, approvals, metrics }
+        let door = door::Door { store: store.clone(), queue, personas, policy, shared: false };
+        Self { door, store, approvals, metrics }
+    }
+
+    /// Other instances share the database: the door asks it which rooms are watched.
+    pub fn sharing(mut self) -> Self {
+        self.door.shared = true;
+        self
     }
 
     /// Decides approvals through `approvals` (the turns' own, so a decision wakes the turn
@@ -87,6 +94,7 @@ impl Inbox {
         // Reactions to approval notices are decided and settled first (before the events
         // are stored, so a retried transaction decides again; the first decision stands).
         self.approvals.at_door(&mut parsed).await?;
+        self.door.learn_watched(&parsed).await?;
         let mut rooms: Vec<OwnedRoomId> = Vec::new();
         for event in parsed.iter_mut().filter(|e| !e.processed) {
             event.processed = !self.door.needs_worker(event);

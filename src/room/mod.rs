@@ -11,11 +11,13 @@
 //! - `limiter`: turn rate limits per room and per asker, and the cool-down they trip.
 //! - `commands`: `!help`, `!reset`, `!mode`, `!usage`, answered without the model.
 //! - `membership`: invites, joins, leaves, greetings.
+//! - `leases`: several instances on one PostgreSQL: a room is handled by one at a time.
 //!
 //! Nothing here calls the LLM; everything that does is in `turn`.
 
 mod commands;
 mod facts;
+mod leases;
 mod limiter;
 mod membership;
 mod scheduler;
@@ -33,6 +35,7 @@ use crate::store::{self, Store};
 use crate::turn::Turns;
 
 pub use facts::{Policy, Rates};
+pub use leases::Leases;
 pub use scheduler::Stop;
 
 /// A failure that leaves the room's batch pending, to be retried.
@@ -51,7 +54,8 @@ pub enum Error {
 /// What the room stage is built from.
 #[derive(Debug)]
 pub struct Deps {
-    worker: Arc<worker::Worker>,
+    worker: worker::Worker,
+    leases: Option<Leases>,
 }
 
 impl Deps {
@@ -71,12 +75,19 @@ impl Deps {
         let commands = commands::Commands::new(store.clone(), matrix.clone());
         let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
         let parts = (triage, membership, commands);
-        Self { worker: Arc::new(worker::Worker::new(store, parts, turns, limiter, metrics)) }
+        Self { worker: worker::Worker::new(store, parts, turns, limiter, metrics), leases: None }
+    }
+
+    /// Shares the rooms with other instances on the same database through `leases`: a
+    /// room is stepped only under its lease, and any room may hold a turn another
+    /// instance left running.
+    pub fn sharing(self, leases: Leases) -> Self {
+        Self { worker: self.worker.shared(), leases: Some(leases) }
     }
 
     /// Runs the scheduler until `stop` (then running turns get its grace) or the task is
     /// dropped: takes rooms from `queue`, at most `cap` at once.
     pub async fn run(self, queue: Arc<RoomQueue>, cap: usize, stop: scheduler::Stop) {
-        scheduler::run(self.worker, queue, cap, stop).await;
+        scheduler::run(Arc::new(self.worker), queue, cap, stop, self.leases).await;
     }
 }

@@ -7,7 +7,10 @@
 //! retry rooms whose last attempt failed) -> takes queued rooms that are neither busy nor
 //! backing off, while under the cap -> a step does one turn's worth of work and ends -> a
 //! room with events left is queued again (a failed one, after a pause). No query runs to
-//! find work.
+//! find work, unless other instances share the database (below).
+//! With other instances on the database (`leases`), a step runs only under its room's
+//! lease, a room another instance holds is left to it, and the leases' keeper queues rooms
+//! whose work was stored by another instance or left by a dead one.
 //! On shutdown (`stop`) no room is taken any more; the steps running then get `grace` to
 //! finish, and what is still running after it is dropped mid-flight. All state is in the
 //! store, so the next start resumes where they stopped (the queue is filled from the
@@ -21,6 +24,7 @@ use ruma::OwnedRoomId;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::leases::Leases;
 use super::worker::Worker;
 use crate::queue::RoomQueue;
 
@@ -33,7 +37,50 @@ pub struct Stop {
     pub grace: Duration,
 }
 
-pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize, mut stop: Stop) {
+pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize, stop: Stop, leases: Option<Leases>) {
+    let keeper = leases.clone().map(|l| {
+        let queue = queue.clone();
+        tokio::spawn(async move { l.keep(queue).await })
+    });
+    schedule(worker, queue, cap, stop, leases.clone()).await;
+    if let Some(keeper) = keeper {
+        keeper.abort();
+    }
+    if let Some(leases) = leases {
+        leases.release_all().await;
+    }
+}
+
+/// One step in `room`, under its lease when there are leases: whether events were left
+/// (`None`: it failed). A room another instance holds is left to it, as if idle.
+async fn step(worker: &Worker, leases: Option<&Leases>, room: &ruma::RoomId) -> Option<bool> {
+    if let Some(leases) = leases {
+        match leases.claim(room).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(%room, "another instance has this room");
+                return Some(false);
+            }
+            Err(e) => {
+                tracing::warn!(%room, error = %e, "could not claim the room; will retry");
+                return None;
+            }
+        }
+    }
+    let outcome = match worker.step(room).await {
+        Ok(more) => Some(more),
+        Err(e) => {
+            tracing::warn!(%room, error = %e, "room handling failed; will retry");
+            None
+        }
+    };
+    if let Some(leases) = leases {
+        leases.release(room).await;
+    }
+    outcome
+}
+
+async fn schedule(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize, mut stop: Stop, leases: Option<Leases>) {
     let mut wait = Duration::from_millis(100);
     while let Err(e) = worker.load_unsettled().await {
         tracing::warn!(error = %e, "could not read the turns a stop cut short; retrying");
@@ -69,15 +116,9 @@ pub async fn run(worker: Arc<Worker>, queue: Arc<RoomQueue>, cap: usize, mut sto
         for room in queue.take(free, |r| !busy.contains(r) && !failed.contains_key(r)) {
             busy.insert(room.clone());
             let name = room.clone();
-            let worker = worker.clone();
+            let (worker, leases) = (worker.clone(), leases.clone());
             let handle = workers.spawn(async move {
-                let outcome = match worker.step(&room).await {
-                    Ok(more) => Some(more),
-                    Err(e) => {
-                        tracing::warn!(%room, error = %e, "room handling failed; will retry");
-                        None
-                    }
-                };
+                let outcome = step(&worker, leases.as_ref(), &room).await;
                 (room, outcome)
             });
             rooms_of.insert(handle.id(), name);

@@ -48,6 +48,9 @@ pub struct Worker {
     /// Rooms that may hold a turn cut short (those of `running` turns at start, and rooms
     /// whose step failed): only these are asked for one, not every room on every step.
     unsettled: Mutex<HashSet<OwnedRoomId>>,
+    /// Other instances share the database: any room may hold a turn one of them left
+    /// running, so every step looks.
+    shared: bool,
 }
 
 /// An event that starts a turn, with its persona and reason.
@@ -62,7 +65,12 @@ impl Worker {
         metrics: Arc<Metrics>,
     ) -> Self {
         let (told_away, unsettled) = (Mutex::default(), Mutex::default());
-        Self { store, triage, membership, commands, turns, limiter, metrics, told_away, unsettled }
+        Self { store, triage, membership, commands, turns, limiter, metrics, told_away, unsettled, shared: false }
+    }
+
+    /// A worker among other instances' (see the `shared` field).
+    pub fn shared(self) -> Self {
+        Self { shared: true, ..self }
     }
 
     /// Reads which rooms hold turns a stop cut short (once, before the first step).
@@ -80,7 +88,7 @@ impl Worker {
     /// Does the next turn's worth of work in `room` (see the module docs). Returns whether
     /// events were left for a later step.
     pub async fn step(&self, room: &RoomId) -> Result<bool, Error> {
-        if lock(&self.unsettled).contains(room) {
+        if self.shared || lock(&self.unsettled).contains(room) {
             match self.store.unfinished_turn(room).await? {
                 Some((turn, events)) => {
                     tracing::info!(turn = turn.id, %room, "resuming a turn cut short");

@@ -1,8 +1,10 @@
-//! One `serve` per PostgreSQL database, as `files::lock` gives one per SQLite file: a
-//! session-level advisory lock held on a connection of its own for the life of the process
-//! (PostgreSQL releases it when that connection ends, so a killed process frees it). A
-//! second instance on the same database would resume the first's running turns and answer
-//! twice; until rooms are leased between instances, it is refused with the holder named.
+//! Who may use a database at once. SQLite: one process, through a lock on a file beside
+//! it (`files::lock`). PostgreSQL: any number of `serve` instances (they share the rooms
+//! through leases, `leases.rs`), but none while `richbot migrate` copies it, and no migrate
+//! while any instance serves. That is a session-level advisory lock, held on a connection
+//! of its own for the life of the process: every `serve` holds it shared, `migrate`
+//! exclusive. PostgreSQL releases it when that connection ends, so a killed process frees
+//! it; one who cannot have it is told who holds it.
 
 use sqlx::{AnyConnection, Connection, Row};
 
@@ -21,33 +23,57 @@ const KEY: i64 = 0x72_69_63_68_62_6f_74;
 
 /// The held lock; dropping it closes its connection and releases the lock.
 #[derive(Debug)]
-pub struct Exclusive {
+pub struct Held {
     conn: AnyConnection,
+    session: i64,
 }
 
-impl Exclusive {
+impl Held {
+    /// The PostgreSQL backend holding the lock: while it is there, so is this process
+    /// (room leases name it, `leases.rs`).
+    pub fn session(&self) -> i64 {
+        self.session
+    }
+
     /// Releases the database now (dropping it releases it too, once PostgreSQL sees the
     /// connection end).
-    pub async fn release(self) -> Result<()> {
+    pub async fn release(mut self) -> Result<()> {
+        // Unlocked before the connection goes: PostgreSQL ends a closed connection's
+        // backend (and its locks) a moment after `close` returns.
+        sqlx::query("SELECT pg_advisory_unlock_all()").execute(&mut self.conn).await?;
         Ok(self.conn.close().await?)
     }
 }
 
 impl Store {
-    /// Takes the database for this process (PostgreSQL; `None` for SQLite, whose file lock
-    /// the caller takes), or says who holds it.
-    pub async fn exclusive(&self) -> Result<Option<Exclusive>> {
+    /// Takes the database for this process alone (`migrate`; PostgreSQL, `None` for SQLite,
+    /// whose file lock the caller takes), or says who holds it.
+    pub async fn exclusive(&self) -> Result<Option<Held>> {
+        self.advisory("pg_try_advisory_lock").await
+    }
+
+    /// Takes the database for serving, beside other instances but not beside a `migrate`
+    /// (PostgreSQL; `None` for SQLite).
+    pub async fn serving(&self) -> Result<Option<Held>> {
+        self.advisory("pg_try_advisory_lock_shared").await
+    }
+
+    async fn advisory(&self, function: &str) -> Result<Option<Held>> {
         if self.backend != Backend::Postgres {
             return Ok(None);
         }
         let mut conn = self.pool.acquire().await?.detach();
-        let taken: bool = sqlx::query("SELECT pg_try_advisory_lock($1) AS taken")
+        let taken: bool = sqlx::query(&format!("SELECT {function}($1) AS taken"))
             .bind(KEY)
             .fetch_one(&mut conn)
             .await?
             .try_get("taken")?;
         if taken {
-            return Ok(Some(Exclusive { conn }));
+            let session: i64 = sqlx::query("SELECT CAST(pg_backend_pid() AS BIGINT) AS pid")
+                .fetch_one(&mut conn)
+                .await?
+                .try_get("pid")?;
+            return Ok(Some(Held { conn, session }));
         }
         let holder = sqlx::query(
             "SELECT CAST(a.pid AS BIGINT) AS pid, COALESCE(CAST(a.client_addr AS TEXT), 'a local socket') AS addr

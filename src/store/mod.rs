@@ -27,6 +27,7 @@ mod approvals;
 mod copy;
 mod durable;
 mod events;
+mod leases;
 mod lock;
 mod meta;
 mod open;
@@ -46,7 +47,7 @@ use sqlx::{AnyPool, Row};
 pub use approvals::{Approval, NewApproval};
 pub use copy::Table;
 pub use events::{NewEvent, StoredEvent};
-pub use lock::{Exclusive, lock_file};
+pub use lock::{Held, lock_file};
 pub use open::file_path;
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use sent::{NewSent, SentMessage};
@@ -100,7 +101,7 @@ pub enum Error {
     File(String, std::io::Error),
     #[error("cannot copy: {0}")]
     Copy(String),
-    #[error("another richbot is serving this database ({0}); stop it first, or give this one its own database.url")]
+    #[error("another richbot process holds this database ({0}): richbot migrate runs alone; stop the other first")]
     Taken(String),
     #[error("stored {column} is not a valid Matrix id: {value}")]
     BadId { column: &'static str, value: String },

@@ -40,6 +40,10 @@ pub struct DayUse {
     pub turns: u64,
 }
 
+/// The advisory lock budget reservations take on PostgreSQL: "rbbudget" in ASCII, apart
+/// from the lock `serve` and `migrate` take (`lock.rs`).
+const BUDGET_LOCK: i64 = 0x72_62_62_75_64_67_65_74;
+
 fn limit(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -58,6 +62,14 @@ impl Store {
     ) -> Result<Result<i64, Spent>> {
         let since = now - DAY_MS;
         let tokens = limit(tokens);
+        // The sums and the insert must see every other reservation: one at a time. SQLite
+        // has one writer; on PostgreSQL several instances (or connections) reserve at once,
+        // and under READ COMMITTED two could both see room for the last tokens, so they
+        // queue on a transaction-level advisory lock, held until the commit.
+        let mut tx = self.writer.begin().await?;
+        if self.backend == super::Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(BUDGET_LOCK).execute(&mut *tx).await?;
+        }
         let row = sqlx::query(
             "INSERT INTO llm_usage (at, user_id, room_id, tokens)
              SELECT $1, $2, $3, $4
@@ -74,8 +86,9 @@ impl Store {
         .bind(limit(budgets.per_room))
         .bind(limit(budgets.total))
         .bind(since)
-        .fetch_optional(&self.writer)
+        .fetch_optional(&mut *tx)
         .await?;
+        tx.commit().await?;
         if let Some(row) = row {
             return Ok(Ok(row.try_get("id")?));
         }

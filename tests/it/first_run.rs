@@ -257,6 +257,20 @@ fn config_mistakes_fail_validation_with_the_key_and_the_fix() {
 }
 
 #[test]
+fn behind_a_load_balancer_listen_need_not_be_the_registrations_url() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    offline_registration(dir.path(), 9009);
+    let config = offline_config(dir.path(), 9010, "");
+    let text = std::fs::read_to_string(&config)
+        .expect("read")
+        .replace("[appservice]\n", "[appservice]\nbehind_proxy = true\n");
+    std::fs::write(&config, text).expect("write");
+    let (_, out) = check(&config);
+    assert!(!out.contains("appservice.listen"), "{out}");
+    assert!(out.contains("ok   config"), "the config is valid: {out}");
+}
+
+#[test]
 fn a_relative_database_lives_beside_the_config_wherever_check_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let folder = dir.path().join("deploy");

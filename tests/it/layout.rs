@@ -103,7 +103,7 @@ fn no_file_of_code_is_over_300_lines() {
 fn the_postgres_run_has_every_module_that_keeps_state() {
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let main = std::fs::read_to_string(tests.join("it_postgres/main.rs")).expect("it_postgres/main.rs");
-    // Modules taken from tests/it (its own, such as `exclusive`, are not counted).
+    // Modules taken from tests/it (its own, such as `serving`, are not counted).
     let lines: Vec<&str> = main.lines().collect();
     let mut listed: Vec<String> = lines
         .windows(2)

@@ -18,6 +18,7 @@ mod e2e_shutdown;
 mod e2e_tools;
 mod e2e_turn;
 mod layout;
+mod leases;
 mod edge;
 mod first_run;
 mod matrix_retry;

@@ -11,16 +11,7 @@ use crate::support::postgres::database_url;
 const NOW: i64 = 1_000_000_000_000;
 
 fn message(id: &str) -> NewEvent {
-    NewEvent {
-        event_id: id.try_into().expect("event id"),
-        room_id: room_id!("!r:x").to_owned(),
-        sender: user_id!("@alice:x").to_owned(),
-        event_type: "m.room.message".into(),
-        state_key: None,
-        origin_ts: 1,
-        event: json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": id}}).to_string(),
-        processed: false,
-    }
+    crate::support::message(id, "!r:x")
 }
 
 fn pending_write(turn: i64) -> NewWrite<'static> {

@@ -8,6 +8,7 @@ use richbot::store::{NewEvent, NewWrite, OutboxState, Store, TurnRecord};
 use ruma::{event_id, room_id, user_id};
 use serde_json::json;
 
+use crate::support::message;
 use crate::support::postgres::database_url;
 
 /// A test's database: its folder (the SQLite file's) and URL.
@@ -79,19 +80,6 @@ async fn concurrent_edit_slots_are_spaced_and_never_shared() {
     // A landed write pushes the next slot past its completion time.
     s.edit_landed(event_id!("$m"), &json!({}), 100_000, 2_500).await.expect("landed");
     assert_eq!(s.reserve_edit_slot(event_id!("$m"), user_id!("@bot:x"), 0, 2_500).await.expect("q"), Some(102_500));
-}
-
-fn message(id: &str, room: &str) -> NewEvent {
-    NewEvent {
-        event_id: id.try_into().expect("event id"),
-        room_id: room.try_into().expect("room id"),
-        sender: user_id!("@alice:x").to_owned(),
-        event_type: "m.room.message".into(),
-        state_key: None,
-        origin_ts: 1,
-        event: json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": id}}).to_string(),
-        processed: false,
-    }
 }
 
 #[tokio::test]

@@ -33,6 +33,8 @@ mod e2e_tools;
 mod e2e_turn;
 #[path = "../it/edge.rs"]
 mod edge;
+#[path = "../it/leases.rs"]
+mod leases;
 #[path = "../it/matrix_retry.rs"]
 mod matrix_retry;
 #[path = "../it/migrate.rs"]
@@ -44,4 +46,6 @@ mod safety;
 #[path = "../it/store.rs"]
 mod store;
 
-mod exclusive;
+mod instances;
+mod proxy;
+mod serving;

@@ -374,6 +374,20 @@ pub fn user_id(user: &str) -> ruma::OwnedUserId {
     ruma::OwnedUserId::try_from(user).expect("a valid user id")
 }
 
+/// A plain text message from `@alice:x` in `room`, pending, as the inbox would store it.
+pub fn message(id: &str, room: &str) -> richbot::store::NewEvent {
+    richbot::store::NewEvent {
+        event_id: id.try_into().expect("event id"),
+        room_id: room.try_into().expect("room id"),
+        sender: user_id("@alice:x"),
+        event_type: "m.room.message".into(),
+        state_key: None,
+        origin_ts: 1,
+        event: json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": id}}).to_string(),
+        processed: false,
+    }
+}
+
 pub fn settings(path: &std::path::Path) -> Settings {
     config::load(path, std::iter::empty()).unwrap_or_else(|e| panic!("config: {e}"))
 }

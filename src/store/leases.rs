@@ -1,0 +1,139 @@
+//! Room leases: which instance handles a room now, when several share one PostgreSQL.
+//!
+//! A lease is claimed with one conditional upsert (the row is inserted, or taken over if it
+//! expired, or extended if the claimer holds it already), which both databases run
+//! atomically: PostgreSQL locks the conflicting row for the `ON CONFLICT DO UPDATE`, and
+//! re-checks its `WHERE` on the row as committed, so of two instances claiming a room at
+//! once exactly one gets it back. Its holder renews it while it works and deletes it when
+//! the step ends; a holder that dies stops renewing, and the lease runs out.
+//!
+//! The other half of sharing the work: which rooms have work that no live instance holds
+//! (events waiting, or a turn a dead instance left running), for an instance to poll.
+
+use ruma::{OwnedRoomId, OwnedUserId, RoomId};
+use sqlx::Row;
+
+use super::{Backend, Result, Store, id, list};
+
+impl Store {
+    /// Claims `room` for `holder` (whose `serve` lock connection is PostgreSQL backend
+    /// `session`) until `now + lease_ms`, if no one else holds a live lease on it. Returns
+    /// whether `holder` has it.
+    pub async fn claim_room(
+        &self,
+        room: &RoomId,
+        (holder, session): (&str, Option<i64>),
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<bool> {
+        let sql = format!(
+            "INSERT INTO room_leases (room_id, holder, session, expires_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (room_id) DO UPDATE
+             SET holder = excluded.holder, session = excluded.session, expires_at = excluded.expires_at
+             WHERE room_leases.holder = excluded.holder OR NOT ({})
+             RETURNING holder",
+            self.live("room_leases", "$5")
+        );
+        let row = sqlx::query(&sql)
+            .bind(room.as_str())
+            .bind(holder)
+            .bind(session)
+            .bind(now + lease_ms)
+            .bind(now)
+            .fetch_optional(&self.writer)
+            .await?;
+        Ok(row.is_some())
+    }
+
+    /// The SQL condition "the lease `table` is live at `now`": not expired, and on
+    /// PostgreSQL its holder's session still there.
+    fn live(&self, table: &str, now: &str) -> String {
+        match self.backend {
+            Backend::Sqlite => format!("{table}.expires_at > {now}"),
+            Backend::Postgres => format!(
+                "{table}.expires_at > {now} AND ({table}.session IS NULL
+                 OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = {table}.session))"
+            ),
+        }
+    }
+
+    /// Extends every lease `holder` has to `now + lease_ms`; returns how many it has.
+    pub async fn renew_leases(&self, holder: &str, now: i64, lease_ms: i64) -> Result<u64> {
+        let done = sqlx::query("UPDATE room_leases SET expires_at = $1 WHERE holder = $2")
+            .bind(now + lease_ms)
+            .bind(holder)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Gives `room` up, if `holder` has it.
+    pub async fn release_room(&self, room: &RoomId, holder: &str) -> Result<()> {
+        sqlx::query("DELETE FROM room_leases WHERE room_id = $1 AND holder = $2")
+            .bind(room.as_str())
+            .bind(holder)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// Gives up every room `holder` has (a stopping instance, so others need not wait for
+    /// its leases to run out).
+    pub async fn release_all(&self, holder: &str) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM room_leases WHERE holder = $1").bind(holder).execute(&self.writer).await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Rooms with work that no unexpired lease covers at `now`: events waiting (or claimed
+    /// by a turn still running), oldest first.
+    pub async fn unleased_work(&self, now: i64) -> Result<Vec<OwnedRoomId>> {
+        let sql = format!(
+            "SELECT e.room_id, MIN(e.seq) AS first FROM events e
+             WHERE e.processed = 0
+               AND NOT EXISTS (SELECT 1 FROM room_leases l WHERE l.room_id = e.room_id AND {})
+             GROUP BY e.room_id ORDER BY first",
+            self.live("l", "$1")
+        );
+        let rows = sqlx::query(&sql).bind(now).fetch_all(&self.pool).await?;
+        rows.iter().map(|r| id(r, "room_id")).collect()
+    }
+
+    /// Of `rooms`, those a worker must see every event of, as the database knows it: a
+    /// member of `users` (the personas) has or had a membership there, or events wait
+    /// there (a membership not applied yet among them).
+    pub async fn watched_among(&self, rooms: &[OwnedRoomId], users: &[OwnedUserId]) -> Result<Vec<OwnedRoomId>> {
+        if rooms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut watched = Vec::new();
+        for chunk in rooms.chunks(super::LIST_CHUNK / 2) {
+            let (n, u) = (chunk.len(), users.len().max(1));
+            let sql = format!(
+                "SELECT DISTINCT room_id FROM room_members WHERE room_id IN ({}) AND user_id IN ({})
+                 UNION SELECT DISTINCT room_id FROM events WHERE processed = 0 AND room_id IN ({})",
+                list(1, n),
+                list(n + 1, u),
+                list(n + u + 1, n),
+            );
+            let mut query = chunk.iter().fold(sqlx::query(&sql), |q, r| q.bind(r.as_str()));
+            query = match users {
+                [] => query.bind(""),
+                _ => users.iter().fold(query, |q, u| q.bind(u.as_str())),
+            };
+            let rows = chunk.iter().fold(query, |q, r| q.bind(r.as_str())).fetch_all(&self.pool).await?;
+            for row in &rows {
+                watched.push(id::<OwnedRoomId>(row, "room_id")?);
+            }
+        }
+        Ok(watched)
+    }
+
+    /// Who holds `room`'s lease, and until when (for tests and operators).
+    pub async fn room_lease(&self, room: &RoomId) -> Result<Option<(String, i64)>> {
+        let row = sqlx::query("SELECT holder, expires_at FROM room_leases WHERE room_id = $1")
+            .bind(room.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((r.try_get("holder")?, r.try_get("expires_at")?))).transpose()
+    }
+}
