@@ -3,12 +3,15 @@
 # binary) and prints its port once it accepts connections. Debian's `postgresql` package
 # is installed with apt when no server binaries are found. The server runs as an
 # unprivileged user (`postgres` when started by root), listens on 127.0.0.1 only, trusts
-# local connections, skips fsync (the tests never pull the power), and is stopped, its
-# data removed, once PARENT_PID (the test process) has exited.
+# local connections, skips fsync (the tests never pull the power; RICHBOT_PG_FSYNC=on keeps
+# it, for the benchmark), and is stopped, its data removed, once PARENT_PID (the test
+# process) has exited.
 #
-#   scripts/start-postgres.sh PARENT_PID
+#   [RICHBOT_PG_FSYNC=on] scripts/start-postgres.sh PARENT_PID
 set -euo pipefail
 PARENT="$1"
+FSYNC="${RICHBOT_PG_FSYNC:-off}"
+case "$FSYNC" in on | off) ;; *) echo "start-postgres: RICHBOT_PG_FSYNC is on or off" >&2; exit 1 ;; esac
 
 bindir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
@@ -37,7 +40,7 @@ fi
   { cat "$DIR/initdb.log" >&2; exit 1; }
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "${RUN[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/data/server.log" -w -t 60 \
-  -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=400" \
+  -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c fsync=$FSYNC -c full_page_writes=$FSYNC -c max_connections=400" \
   start >/dev/null || { cat "$DIR/data/server.log" >&2; exit 1; }
 
 # The watchdog: the server lives as long as the test process.

@@ -9,8 +9,10 @@
 //! timeout, which counts as a refusal. The first decision stands.
 //!
 //! Everything is in the store: a restart finds the waiting approval through the resumed
-//! turn (same call, same approval, same deadline), and a reaction that arrived while
-//! richbot was down is decided when the homeserver delivers it.
+//! turn (same call, same approval, same deadline), a reaction that arrived while richbot
+//! was down is decided when the homeserver delivers it, and among several instances the
+//! one that takes the reaction decides, and the waiting turn on another reads the decision
+//! within a second.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -64,15 +66,24 @@ pub fn decision_of_key(key: &str) -> Option<Decision> {
 pub struct Approvals {
     store: Store,
     waiting: Arc<Mutex<HashMap<i64, Arc<Notify>>>>,
+    /// How often a waiting turn reads its approval again even without a wake-up.
+    recheck: Duration,
 }
 
-/// How often a waiting turn reads its approval again even without a wake-up (a decision
-/// made by another process, or one whose wake-up was lost).
+/// The re-read alone: for a decision whose wake-up was lost.
 const RECHECK: Duration = Duration::from_secs(5);
+/// The re-read among several instances, where the asker's reaction may reach another
+/// instance than the waiting turn's, and the database is the only wake-up.
+const RECHECK_SHARED: Duration = Duration::from_secs(1);
 
 impl Approvals {
     pub fn new(store: Store) -> Self {
-        Self { store, waiting: Arc::default() }
+        Self { store, waiting: Arc::default(), recheck: RECHECK }
+    }
+
+    /// Other instances share the database: a decision may be taken by any of them.
+    pub fn sharing(self) -> Self {
+        Self { recheck: RECHECK_SHARED, ..self }
     }
 
     /// Settles the reactions to approval notices among `events` and decides with those of
@@ -141,7 +152,7 @@ impl Approvals {
             let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
             tokio::select! {
                 () = notify.notified() => {}
-                () = tokio::time::sleep(left.min(RECHECK)) => {}
+                () = tokio::time::sleep(left.min(self.recheck)) => {}
             }
         }
     }

@@ -136,6 +136,7 @@ pub async fn run(
     let mcp = mcp::Mcp::start(&settings.config.mcp, &tools::registry::RESERVED).await?;
     let toolbox = tools::Toolbox::new(mcp.clone(), settings.mcp_access.clone());
     let approvals = approval::Approvals::new(store.clone());
+    let approvals = if shared { approvals.sharing() } else { approvals };
     let metrics = Arc::new(metrics::Metrics::default());
     let bot = &settings.config.bot;
     let bot_parallel = bot.max_parallel_rooms;

@@ -16,6 +16,9 @@
 //!   (about 200 turns in flight), then all at once: time to each answer, and richbot's own
 //!   time on both sides of the LLM call.
 //! - `memory`: 10,000 group rooms with 20 messages of history each: resident memory.
+//! - `postgres` (only when named: it starts a PostgreSQL server, `scripts/start-postgres.sh`,
+//!   fsync on): the `ingest` loads and the 50-room `triage` load on SQLite and on
+//!   PostgreSQL, side by side.
 //!
 //! Figures are medians of `--repeats` runs (3) where repeated; the machine is shared, so
 //! compare ratios measured in one run.
@@ -60,19 +63,23 @@ async fn main() {
     if pick("memory") {
         turns::memory(10_000, 20).await;
     }
+    if named.contains(&"postgres") {
+        postgres(&opts).await;
+    }
 }
 
 /// A server with fresh stand-ins (the LLM answering after `delay`).
 pub async fn fresh(delay: Duration) -> (Server, Shared) {
-    fresh_with(delay, false).await
+    fresh_with(delay, false, None).await
 }
 
-/// Like [`fresh`]; `normal`: `database.synchronous = "normal"` (no flush before the 200).
-pub async fn fresh_with(delay: Duration, normal: bool) -> (Server, Shared) {
+/// Like [`fresh`]; `normal`: `database.synchronous = "normal"` (no flush before the 200);
+/// `postgres`: on a new database of that PostgreSQL server instead of SQLite.
+pub async fn fresh_with(delay: Duration, normal: bool, postgres: Option<&str>) -> (Server, Shared) {
     let log = Shared::default();
     let hs = stand_in::homeserver(log.clone()).await;
     let llm = stand_in::llm(log.clone(), delay).await;
-    (Server::start(&hs, &llm, normal).await, log)
+    (Server::start(&hs, &llm, normal, postgres).await, log)
 }
 
 /// Rooms `!<prefix><n>:localhost`, n < count.
@@ -98,19 +105,21 @@ pub async fn join_groups(server: &Server, rooms: &[String]) {
 const HEADER: &str = "| load | events/s | txn/s | p50 ack ms | p99 ack ms | CPU µs/event | peak RSS MiB | handled after load ms |\n|---|---|---|---|---|---|---|---|";
 
 /// What one load run is: events per transaction, concurrency, whether the persona is in
-/// the rooms, whether `database.synchronous = "normal"`.
+/// the rooms, whether `database.synchronous = "normal"`, on which PostgreSQL server (if
+/// not SQLite).
 #[derive(Clone, Copy)]
 struct Case {
     per_txn: usize,
     conc: usize,
     joined: bool,
     normal: bool,
+    postgres: Option<&'static str>,
 }
 
 /// One measured load on a fresh server (joining the rooms first, off the clock).
 async fn one(case: Case, rooms: &[String], secs: f64) -> (f64, String) {
-    let Case { per_txn, conc, joined, normal } = case;
-    let (server, _log) = fresh_with(Duration::ZERO, normal).await;
+    let Case { per_txn, conc, joined, normal, postgres } = case;
+    let (server, _log) = fresh_with(Duration::ZERO, normal, postgres).await;
     if joined {
         join_groups(&server, rooms).await;
     }
@@ -120,10 +129,11 @@ async fn one(case: Case, rooms: &[String], secs: f64) -> (f64, String) {
     let cpu = server.cpu() - cpu0;
     let rate = f.events as f64 / f.elapsed.as_secs_f64();
     let row = format!(
-        "| {per_txn} ev × {conc} conc, {} rooms{}{} | {rate:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {} |",
+        "| {per_txn} ev × {conc} conc, {} rooms{}{}{} | {rate:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {} |",
         rooms.len(),
         if joined { " (persona in them)" } else { "" },
         if normal { ", synchronous = normal" } else { "" },
+        if postgres.is_some() { ", PostgreSQL" } else { "" },
         f.acks.len() as f64 / f.elapsed.as_secs_f64(),
         ms(pct(&mut f.acks, 50.0)),
         ms(pct(&mut f.acks, 99.0)),
@@ -148,13 +158,26 @@ async fn ingest(opts: &Opts) {
     println!("\n## ingest ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
     let fifty = rooms("r", 50);
     for (per_txn, conc, normal) in [(100, 1, false), (1, 1, false), (100, 4, false), (100, 1, true), (1, 1, true)] {
-        println!("{}", median(opts, Case { per_txn, conc, joined: false, normal }, &fifty).await);
+        println!("{}", median(opts, Case { per_txn, conc, joined: false, normal, postgres: None }, &fifty).await);
     }
 }
 
 async fn triage(opts: &Opts) {
     println!("\n## triage ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
     for (count, joined) in [(50, true), (10_000, true), (10_000, false)] {
-        println!("{}", median(opts, Case { per_txn: 100, conc: 1, joined, normal: false }, &rooms("g", count)).await);
+        let case = Case { per_txn: 100, conc: 1, joined, normal: false, postgres: None };
+        println!("{}", median(opts, case, &rooms("g", count)).await);
+    }
+}
+
+async fn postgres(opts: &Opts) {
+    let server: &'static str = Box::leak(server::start_postgres().into_boxed_str());
+    println!("\n## SQLite and PostgreSQL ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
+    let (fifty, groups) = (rooms("r", 50), rooms("g", 50));
+    for (per_txn, conc, joined) in [(100, 1, false), (1, 1, false), (100, 4, false), (100, 1, true)] {
+        for postgres in [None, Some(server)] {
+            let case = Case { per_txn, conc, joined, normal: false, postgres };
+            println!("{}", median(opts, case, if joined { &groups } else { &fifty }).await);
+        }
     }
 }

@@ -11,7 +11,8 @@ pub const HS_TOKEN: &str = "bench_hs_token_0123456789abcdef";
 pub struct Server {
     child: Child,
     pub url: String,
-    db: std::path::PathBuf,
+    /// The database's URL (SQLite or PostgreSQL).
+    db: String,
     _dir: tempfile::TempDir,
 }
 
@@ -21,8 +22,9 @@ fn free_port() -> u16 {
 
 impl Server {
     /// Starts richbot with the default settings but for the endpoints (and, with `normal`,
-    /// `database.synchronous = "normal"`), and waits for it.
-    pub async fn start(hs_url: &str, llm_url: &str, normal: bool) -> Self {
+    /// `database.synchronous = "normal"`; with `postgres`, a new database on that server,
+    /// `postgres://user@host:port`), and waits for it.
+    pub async fn start(hs_url: &str, llm_url: &str, normal: bool, postgres: Option<&str>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let registration = dir.path().join("registration.yaml");
@@ -35,18 +37,21 @@ impl Server {
             ),
         )
         .expect("registration");
-        let db = dir.path().join("richbot.db");
+        let db = match postgres {
+            Some(server) => new_database(server).await,
+            None => format!("sqlite://{}", dir.path().join("richbot.db").display()),
+        };
         let config = dir.path().join("richbot.toml");
         std::fs::write(
             &config,
             format!(
                 "[homeserver]\nurl = \"{hs_url}\"\nserver_name = \"localhost\"\n[appservice]\nregistration = \"{}\"\n\
-                 listen = \"127.0.0.1:{port}\"\n[database]\nurl = \"sqlite://{}\"\nsynchronous = \"{}\"\n[llm]\nbase_url = \"{llm_url}\"\n\
+                 listen = \"127.0.0.1:{port}\"\n[database]\nurl = \"{}\"\nsynchronous = \"{}\"\n[llm]\nbase_url = \"{llm_url}\"\n\
                  model = \"bench\"\napi_key = \"bench-key\"\n[[personas]]\nlocalpart = \"richbot\"\n\
                  display_name = \"Richbot\"\nsystem_prompt = \"bench\"\n[limits]\ntokens_per_day = 0\n\
                  tokens_per_room_per_day = 0\ntokens_per_user_per_day = 0\n[logging]\nfilter = \"error\"\n",
                 registration.display(),
-                db.display(),
+                db,
                 if normal { "normal" } else { "full" },
             ),
         )
@@ -88,11 +93,16 @@ impl Server {
         (kib("VmHWM:").unwrap_or(0.0) / 1024.0, kib("VmRSS:").unwrap_or(0.0) / 1024.0)
     }
 
-    /// Events stored and not yet handled, read from the database file.
+    /// Events stored and not yet handled, read from the database.
     pub async fn pending(&self) -> i64 {
-        let url = format!("sqlite://{}?mode=ro", self.db.display());
+        let count = "SELECT CAST(COUNT(*) AS BIGINT) FROM events WHERE processed = 0";
+        if self.db.starts_with("postgres://") {
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&self.db).await.expect("open db");
+            return sqlx::query_scalar(count).fetch_one(&mut conn).await.expect("count");
+        }
+        let url = format!("{}?mode=ro", self.db);
         let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url).await.expect("open db");
-        sqlx::query_scalar("SELECT COUNT(*) FROM events WHERE processed = 0").fetch_one(&mut conn).await.expect("count")
+        sqlx::query_scalar(count).fetch_one(&mut conn).await.expect("count")
     }
 
     /// Waits until every stored event is handled; returns how long that took.
@@ -106,6 +116,32 @@ impl Server {
         }
         Some(start.elapsed())
     }
+}
+
+/// A new, empty database on the PostgreSQL `server`; its URL.
+async fn new_database(server: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("bench_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+    let mut admin =
+        <sqlx::PgConnection as sqlx::Connection>::connect(&format!("{server}/postgres")).await.expect("PostgreSQL");
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.expect("create database");
+    format!("{server}/{name}")
+}
+
+/// Starts the project's throwaway PostgreSQL (`scripts/start-postgres.sh`, fsync on, as a
+/// deployment would have it) for the rest of this process; its `postgres://` server URL.
+pub fn start_postgres() -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/start-postgres.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(std::process::id().to_string())
+        .env("RICHBOT_PG_FSYNC", "on")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run scripts/start-postgres.sh");
+    assert!(out.status.success(), "scripts/start-postgres.sh failed");
+    format!("postgres://postgres@127.0.0.1:{}", String::from_utf8_lossy(&out.stdout).trim())
 }
 
 impl Drop for Server {

@@ -1,14 +1,17 @@
 //! What several instances on one database lean on, each instance a store of its own (its
 //! own connections, as another process would have): a room lease is held by one instance
 //! at a time, renewed, given back, and taken over once it runs out; the work no live lease
-//! covers is found; the door learns watched rooms from the database; and budget
-//! reservations made at once never overspend. (SQLite in the `it` run, PostgreSQL in
+//! covers is found; the door learns watched rooms from the database; budget
+//! reservations made at once never overspend; and an approval decided by one instance
+//! releases the turn waiting on another. (SQLite in the `it` run, PostgreSQL in
 //! `it_postgres`, where the instances really race.)
 
 use std::sync::Arc;
 
-use richbot::store::{Budgets, Store};
-use ruma::{OwnedUserId, room_id, user_id};
+use richbot::approval::{Approvals, Decision};
+use richbot::store::{Budgets, NewApproval, Store};
+use ruma::{OwnedUserId, event_id, room_id, user_id};
+use serde_json::json;
 
 use crate::support::message;
 use crate::support::postgres::database_url;
@@ -150,4 +153,37 @@ async fn reservations_from_several_instances_at_once_never_overspend() {
         }
     }
     assert_eq!(granted, [3; ROUNDS], "300 tokens hold three reservations of 100, however many ask at once");
+}
+
+#[tokio::test]
+async fn an_approval_decided_by_one_instance_releases_the_turn_waiting_on_another() {
+    let (a, b, _dir) = two_instances().await;
+    let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
+    let now = richbot::clock::now_ms();
+    let turn = a.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
+    let new = NewApproval {
+        turn_id: turn.id,
+        nth: 0,
+        room_id: room,
+        asker: alice,
+        tool: "t__delete",
+        now,
+        expires_at: now + 60_000,
+    };
+    let approval = a.open_approval(&new).await.expect("open");
+    a.set_approval_notice(approval.id, event_id!("$notice")).await.expect("notice");
+
+    let waiting = Approvals::new(a.clone()).sharing();
+    let wait = tokio::spawn(async move { waiting.wait(&approval).await });
+    let mut check = crate::support::message("$yes", "!r:x");
+    check.event_type = "m.reaction".into();
+    check.event = json!({"type": "m.reaction", "content": {"m.relates_to": {
+        "rel_type": "m.annotation", "event_id": "$notice", "key": "✅"}}})
+    .to_string();
+    let mut events = [check];
+    Approvals::new(b.clone()).at_door(&mut events).await.expect("decide");
+    assert!(events[0].processed, "the reaction is settled where it arrived");
+    let decided = tokio::time::timeout(std::time::Duration::from_secs(3), wait).await;
+    let decision = decided.expect("the waiting turn saw the decision well before the deadline");
+    assert_eq!(decision.expect("task").expect("wait"), Decision::Allow);
 }
