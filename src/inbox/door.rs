@@ -15,19 +15,28 @@
 //! A persona's membership or message makes its room watched from then on.
 //!
 //! With other instances on the same database (`shared`), what this process saw is not all
-//! there is: a persona may have joined a room through a transaction another instance took.
-//! So before deciding, the door asks the database which of the transaction's rooms are
-//! watched there (a persona's membership, applied or still pending), and no chatter is
-//! settled in a watched room (the members are not kept in memory then).
+//! there is: a persona may have joined a room through a transaction another instance took,
+//! and another instance's worker may have its events in hand. So before deciding, the door
+//! asks the database about the transaction's rooms (`store::RoomFacts`, three indexed
+//! reads per transaction): which are watched (a persona's membership, applied or still
+//! pending), which are busy (events not yet processed), and, for the idle ones, which
+//! personas are joined and how many members. Idle means the same as in one process: no
+//! membership waits to be applied, so the answer cannot change under the door (the
+//! homeserver sends one transaction at a time, so no other door is deciding meanwhile).
 
-use ruma::{OwnedRoomId, OwnedUserId, UserId};
+use std::collections::HashMap;
+
+use ruma::{OwnedRoomId, OwnedUserId, RoomId, UserId};
 use serde_json::Value;
 
 use crate::blocks::read_used_id;
 use crate::personas::Personas;
 use crate::queue::RoomQueue;
 use crate::room::{Policy, triggers};
-use crate::store::{self, NewEvent, Store};
+use crate::store::{self, NewEvent, RoomFacts, Store};
+
+/// The database's facts about a transaction's rooms (none in one process).
+pub type Facts = HashMap<OwnedRoomId, RoomFacts>;
 
 /// What the door decides with.
 #[derive(Debug, Clone)]
@@ -41,29 +50,31 @@ pub struct Door {
 }
 
 impl Door {
-    /// Among other instances: learns which rooms of `events` are watched in the database.
-    pub async fn learn_watched(&self, events: &[NewEvent]) -> Result<(), store::Error> {
+    /// Among other instances: what the database says of the rooms of `events`.
+    pub async fn facts(&self, events: &[NewEvent]) -> Result<Facts, store::Error> {
         if !self.shared {
-            return Ok(());
+            return Ok(Facts::new());
         }
         let mut rooms: Vec<OwnedRoomId> = Vec::new();
         for e in events.iter().filter(|e| !e.processed) {
-            if !rooms.contains(&e.room_id) && !self.queue.watched(&e.room_id) {
+            if !rooms.contains(&e.room_id) {
                 rooms.push(e.room_id.clone());
             }
         }
         let personas: Vec<OwnedUserId> = self.personas.all().iter().map(|p| p.user_id.clone()).collect();
-        for room in self.store.watched_among(&rooms, &personas).await? {
-            self.queue.watch(&room);
-        }
-        Ok(())
+        let facts = self.store.door_facts(&rooms, &personas).await?;
+        Ok(facts.into_iter().map(|f| (f.room.clone(), f)).collect())
     }
 
     /// Whether a worker must see `event`; if so, its room is active from now on.
-    pub fn needs_worker(&self, event: &NewEvent) -> bool {
+    pub fn needs_worker(&self, event: &NewEvent, facts: &Facts) -> bool {
         let room = &event.room_id;
+        let known = facts.get(room);
+        if known.is_some() {
+            self.queue.watch(room);
+        }
         if self.queue.watched(room) {
-            if !self.queue.is_active(room) && self.quiet_in_watched_room(event) {
+            if !self.queue.is_active(room) && self.quiet_in_watched_room(event, known) {
                 return false;
             }
             self.queue.activate(room);
@@ -86,23 +97,36 @@ impl Door {
         false
     }
 
+    /// The personas joined to the idle `room`, and how many members it has: from memory
+    /// in one process, from the database's `facts` among several. `None`: not known to be
+    /// idle.
+    fn members(&self, room: &RoomId, facts: Option<&RoomFacts>) -> Option<(Vec<OwnedUserId>, usize)> {
+        if self.shared {
+            let f = facts.filter(|f| !f.busy)?;
+            return Some((f.personas.clone(), usize::try_from(f.joined).ok()?));
+        }
+        let members = self.store.known_members(room)?;
+        let personas = self.personas.all().iter().map(|p| p.user_id.clone()).filter(|p| members.contains(p)).collect();
+        Some((personas, members.len()))
+    }
+
     /// A plain message that addresses no persona of the (idle) room.
-    fn quiet_in_watched_room(&self, event: &NewEvent) -> bool {
+    fn quiet_in_watched_room(&self, event: &NewEvent, facts: Option<&RoomFacts>) -> bool {
         if event.event_type != "m.room.message" || self.personas.is_persona(&event.sender) {
             return false;
         }
-        let Some(members) = self.store.known_members(&event.room_id) else { return false };
+        let Some((joined, members)) = self.members(&event.room_id, facts) else { return false };
         let Ok(value) = serde_json::from_str::<Value>(&event.event) else { return false };
         let Some(content) = value.get("content") else { return false };
         if content.get("m.relates_to").is_some() || read_used_id(content).is_some() {
             return false;
         }
         let allowed = self.policy.allowed(&event.sender);
-        self.personas.all().iter().filter(|p| members.contains(&p.user_id)).all(|p| {
+        self.personas.all().iter().filter(|p| joined.contains(&p.user_id)).all(|p| {
             let facts = triggers::Facts {
                 persona_id: &p.user_id,
                 display_name: &p.display_name,
-                is_dm: members.len() == 2,
+                is_dm: members == 2,
                 sender_is_ours: false,
                 sender_allowed: allowed,
                 group_requires_mention: self.policy.group_requires_mention,

@@ -70,7 +70,7 @@ impl Inbox {
         Self { door, store, approvals, metrics }
     }
 
-    /// Other instances share the database: the door asks it which rooms are watched.
+    /// Other instances share the database: the door asks it about the rooms.
     pub fn sharing(mut self) -> Self {
         self.door.shared = true;
         self
@@ -94,10 +94,10 @@ impl Inbox {
         // Reactions to approval notices are decided and settled first (before the events
         // are stored, so a retried transaction decides again; the first decision stands).
         self.approvals.at_door(&mut parsed).await?;
-        self.door.learn_watched(&parsed).await?;
+        let facts = self.door.facts(&parsed).await?;
         let mut rooms: Vec<OwnedRoomId> = Vec::new();
         for event in parsed.iter_mut().filter(|e| !e.processed) {
-            event.processed = !self.door.needs_worker(event);
+            event.processed = !self.door.needs_worker(event, &facts);
             if !event.processed && !rooms.contains(&event.room_id) {
                 rooms.push(event.room_id.clone());
             }

@@ -15,6 +15,18 @@ use sqlx::Row;
 
 use super::{Backend, Result, Store, id, list};
 
+/// A room as the inbox's door sees it among several instances (`Store::door_facts`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomFacts {
+    pub room: OwnedRoomId,
+    /// Events of it wait, or are in a worker's hands (not yet marked processed).
+    pub busy: bool,
+    /// The personas (of those asked about) joined to it.
+    pub personas: Vec<OwnedUserId>,
+    /// How many members are joined (counted only when it is idle).
+    pub joined: i64,
+}
+
 impl Store {
     /// Claims `room` for `holder` (whose `serve` lock connection is PostgreSQL backend
     /// `session`) until `now + lease_ms`, if no one else holds a live lease on it. Returns
@@ -98,34 +110,62 @@ impl Store {
         rows.iter().map(|r| id(r, "room_id")).collect()
     }
 
-    /// Of `rooms`, those a worker must see every event of, as the database knows it: a
-    /// member of `users` (the personas) has or had a membership there, or events wait
-    /// there (a membership not applied yet among them).
-    pub async fn watched_among(&self, rooms: &[OwnedRoomId], users: &[OwnedUserId]) -> Result<Vec<OwnedRoomId>> {
-        if rooms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut watched = Vec::new();
+    /// What the inbox's door needs to know of `rooms` among several instances, for those
+    /// a worker must see (see [`RoomFacts`]): a member of `users` (the personas) has or had
+    /// a membership there, or events wait there (a membership not applied yet among them).
+    pub async fn door_facts(&self, rooms: &[OwnedRoomId], users: &[OwnedUserId]) -> Result<Vec<RoomFacts>> {
+        let mut facts: Vec<RoomFacts> = Vec::new();
         for chunk in rooms.chunks(super::LIST_CHUNK / 2) {
-            let (n, u) = (chunk.len(), users.len().max(1));
+            let n = chunk.len();
+            let fact = |facts: &mut Vec<RoomFacts>, room: OwnedRoomId| -> usize {
+                match facts.iter().position(|f| f.room == room) {
+                    Some(i) => i,
+                    None => {
+                        facts.push(RoomFacts { room, busy: false, personas: Vec::new(), joined: 0 });
+                        facts.len() - 1
+                    }
+                }
+            };
             let sql = format!(
-                "SELECT DISTINCT room_id FROM room_members WHERE room_id IN ({}) AND user_id IN ({})
-                 UNION SELECT DISTINCT room_id FROM events WHERE processed = 0 AND room_id IN ({})",
+                "SELECT room_id, user_id, membership FROM room_members WHERE room_id IN ({}) AND user_id IN ({})",
                 list(1, n),
-                list(n + 1, u),
-                list(n + u + 1, n),
+                list(n + 1, users.len().max(1)),
             );
-            let mut query = chunk.iter().fold(sqlx::query(&sql), |q, r| q.bind(r.as_str()));
-            query = match users {
+            let query = chunk.iter().fold(sqlx::query(&sql), |q, r| q.bind(r.as_str()));
+            let query = match users {
                 [] => query.bind(""),
                 _ => users.iter().fold(query, |q, u| q.bind(u.as_str())),
             };
-            let rows = chunk.iter().fold(query, |q, r| q.bind(r.as_str())).fetch_all(&self.pool).await?;
-            for row in &rows {
-                watched.push(id::<OwnedRoomId>(row, "room_id")?);
+            for row in query.fetch_all(&self.pool).await? {
+                let i = fact(&mut facts, id(&row, "room_id")?);
+                if row.try_get::<String, _>("membership")? == "join" {
+                    facts[i].personas.push(id(&row, "user_id")?);
+                }
+            }
+            let sql =
+                format!("SELECT DISTINCT room_id FROM events WHERE processed = 0 AND room_id IN ({})", list(1, n));
+            for row in chunk.iter().fold(sqlx::query(&sql), |q, r| q.bind(r.as_str())).fetch_all(&self.pool).await? {
+                let i = fact(&mut facts, id(&row, "room_id")?);
+                facts[i].busy = true;
+            }
+            // Members are counted only where the door may settle: watched, idle rooms.
+            let idle: Vec<&OwnedRoomId> =
+                facts.iter().filter(|f| !f.busy && chunk.contains(&f.room)).map(|f| &f.room).collect();
+            if idle.is_empty() {
+                continue;
+            }
+            let sql = format!(
+                "SELECT room_id, CAST(COUNT(*) AS BIGINT) AS n FROM room_members
+                 WHERE membership = 'join' AND room_id IN ({}) GROUP BY room_id",
+                list(1, idle.len())
+            );
+            let rows = idle.iter().fold(sqlx::query(&sql), |q, r| q.bind(r.as_str())).fetch_all(&self.pool).await?;
+            for row in rows {
+                let i = fact(&mut facts, id(&row, "room_id")?);
+                facts[i].joined = row.try_get("n")?;
             }
         }
-        Ok(watched)
+        Ok(facts)
     }
 
     /// Who holds `room`'s lease, and until when (for tests and operators).

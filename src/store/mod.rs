@@ -47,6 +47,7 @@ use sqlx::{AnyPool, Row};
 pub use approvals::{Approval, NewApproval};
 pub use copy::Table;
 pub use events::{NewEvent, StoredEvent};
+pub use leases::RoomFacts;
 pub use lock::{Held, lock_file};
 pub use open::file_path;
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
@@ -115,7 +116,8 @@ pub struct Store {
     backend: Backend,
     /// Readers.
     pool: AnyPool,
-    /// The one writer connection: every statement that writes runs here.
+    /// Every statement that writes runs here: SQLite's one writer connection, or a pool
+    /// of writers on PostgreSQL.
     writer: AnyPool,
     durable: Arc<durable::Durable>,
     /// Joined members per room, read once from `room_members` and dropped when they change

@@ -12,7 +12,9 @@ use super::{Backend, Error, POSTGRES, Result, SQLITE, Store, durable};
 impl Store {
     pub(super) async fn open_postgres(url: &str) -> Result<Self> {
         let options = AnyConnectOptions::from_str(url)?;
-        let writer = AnyPoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        // PostgreSQL takes writers side by side (and several instances write anyway), so
+        // the inbox's commits need not queue behind the workers' as on SQLite's one writer.
+        let writer = AnyPoolOptions::new().max_connections(8).connect_with(options.clone()).await?;
         POSTGRES.run(&writer).await?;
         let pool = AnyPoolOptions::new().max_connections(8).connect_with(options).await?;
         let durable = Arc::new(durable::Durable::new(None));

@@ -22,15 +22,23 @@ struct Edge {
     store: Store,
     metrics: Arc<Metrics>,
     queue: Arc<RoomQueue>,
+    url: String,
     _dir: tempfile::TempDir,
 }
 
 async fn edge() -> Edge {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&crate::support::postgres::database_url(dir.path(), "edge.db").await)
-        .await
-        .expect("store")
-        .caching_members();
+    let url = crate::support::postgres::database_url(dir.path(), "edge.db").await;
+    edge_on(url, dir).await
+}
+
+/// An edge on the database at `url` (another instance's, on PostgreSQL).
+async fn edge_on(url: String, dir: tempfile::TempDir) -> Edge {
+    // As `serve` builds it: on PostgreSQL (several instances may share it) no members in
+    // memory, and the door asks the database.
+    let shared = richbot::store::Backend::of(&url) == richbot::store::Backend::Postgres;
+    let store = Store::open(&url).await.expect("store");
+    let store = if shared { store } else { store.caching_members() };
     let registration = dir.path().join("registration.yaml");
     std::fs::write(
         &registration,
@@ -49,8 +57,9 @@ async fn edge() -> Edge {
     let queue = Arc::new(RoomQueue::new([], Vec::new()));
     let policy = richbot::parts::room_policy(&settings);
     let inbox = Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone());
+    let inbox = if shared { inbox.sharing() } else { inbox };
     let state = AppState::new(TOKEN, inbox, personas);
-    Edge { app: router(state, LIMIT), store, metrics, queue, _dir: dir }
+    Edge { app: router(state, LIMIT), store, metrics, queue, url, _dir: dir }
 }
 
 async fn send(
@@ -293,4 +302,21 @@ async fn chatter_in_an_idle_group_room_is_settled_at_the_door_and_a_mention_is_n
     e.queue.idle(room);
     assert_eq!(put(3, vec![msg("$e", "quiet again")]).await, StatusCode::OK);
     assert!(e.queue.is_empty(), "settled at the door once the room is idle");
+
+    // Another instance's door (its own queue, nothing in memory) while a worker holds this
+    // room's events: not idle, so its chatter goes to the worker too, in order. (Only
+    // PostgreSQL is shared by instances; an SQLite file has one process.)
+    if !crate::support::postgres::enabled() {
+        return;
+    }
+    let other = edge_on(e.url.clone(), tempfile::tempdir().expect("tempdir")).await;
+    assert_eq!(put(4, vec![msg("$n", "Richbot, and now?")]).await, StatusCode::OK);
+    let put_other = |n: u32, events: Vec<Value>| {
+        let app = other.app.clone();
+        async move { send(&app, "PUT", &format!("/_matrix/app/v1/transactions/{n}"), Some(TOKEN), txn(events)).await.0 }
+    };
+    assert_eq!(put_other(1, vec![msg("$f", "lunch?")]).await, StatusCode::OK);
+    let pending: Vec<String> =
+        e.store.pending_events(room).await.expect("pending").iter().map(|e| e.event_id.to_string()).collect();
+    assert_eq!(pending, ["$n", "$f"], "chatter behind a question waits behind it, whichever instance took it");
 }

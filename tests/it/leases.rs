@@ -1,7 +1,7 @@
 //! What several instances on one database lean on, each instance a store of its own (its
 //! own connections, as another process would have): a room lease is held by one instance
 //! at a time, renewed, given back, and taken over once it runs out; the work no live lease
-//! covers is found; the door learns watched rooms from the database; budget
+//! covers is found; the door learns watched rooms, busy rooms and members from the database; budget
 //! reservations made at once never overspend; and an approval decided by one instance
 //! releases the turn waiting on another. (SQLite in the `it` run, PostgreSQL in
 //! `it_postgres`, where the instances really race.)
@@ -96,24 +96,36 @@ async fn work_under_a_live_lease_is_left_to_its_holder_and_found_once_it_runs_ou
 }
 
 #[tokio::test]
-async fn rooms_a_persona_is_in_or_whose_events_wait_are_watched() {
+async fn the_door_learns_which_rooms_are_watched_busy_and_whose_personas_are_joined() {
     let (a, b, _dir) = two_instances().await;
-    let persona = user_id!("@bot:x");
+    let (persona, alice) = (user_id!("@bot:x"), user_id!("@alice:x"));
     let personas: Vec<OwnedUserId> = vec![persona.to_owned(), user_id!("@helper:x").to_owned()];
     a.set_membership(room_id!("!joined:x"), persona, "join").await.expect("join");
+    a.set_membership(room_id!("!joined:x"), alice, "join").await.expect("join");
     a.set_membership(room_id!("!left:x"), persona, "leave").await.expect("left");
-    a.set_membership(room_id!("!others:x"), user_id!("@alice:x"), "join").await.expect("someone else");
+    a.set_membership(room_id!("!others:x"), alice, "join").await.expect("someone else");
+    a.set_membership(room_id!("!waiting:x"), persona, "join").await.expect("join");
     a.insert_events(&[message("$m", "!waiting:x")], 1).await.expect("a pending event");
     let asked: Vec<ruma::OwnedRoomId> = ["!joined:x", "!left:x", "!others:x", "!waiting:x", "!unknown:x"]
         .iter()
         .map(|r| (*r).try_into().expect("room id"))
         .collect();
-    let mut watched = b.watched_among(&asked, &personas).await.expect("watched");
-    watched.sort();
-    let want: Vec<ruma::OwnedRoomId> =
-        ["!joined:x", "!left:x", "!waiting:x"].iter().map(|r| (*r).try_into().expect("room id")).collect();
-    assert_eq!(watched, want);
-    assert!(b.watched_among(&[], &personas).await.expect("none asked").is_empty());
+    let mut facts = b.door_facts(&asked, &personas).await.expect("facts");
+    facts.sort_by(|x, y| x.room.cmp(&y.room));
+    let seen: Vec<(&str, bool, Vec<&str>, i64)> = facts
+        .iter()
+        .map(|f| (f.room.as_str(), f.busy, f.personas.iter().map(|p| p.as_str()).collect(), f.joined))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("!joined:x", false, vec!["@bot:x"], 2),
+            ("!left:x", false, vec![], 0),
+            ("!waiting:x", true, vec!["@bot:x"], 0),
+        ],
+        "watched: a persona's membership, or events waiting; members counted where idle"
+    );
+    assert!(b.door_facts(&[], &personas).await.expect("none asked").is_empty());
 }
 
 #[tokio::test]
