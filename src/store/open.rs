@@ -14,9 +14,12 @@ impl Store {
         let options = AnyConnectOptions::from_str(url)?;
         // PostgreSQL takes writers side by side (and several instances write anyway), so
         // the inbox's commits need not queue behind the workers' as on SQLite's one writer.
-        let writer = AnyPoolOptions::new().max_connections(8).connect_with(options.clone()).await?;
+        // No ping before each use (a round trip per query): a connection the server dropped
+        // fails its query, and every caller tries a failed store call again.
+        let pool = || AnyPoolOptions::new().max_connections(8).test_before_acquire(false);
+        let writer = pool().connect_with(options.clone()).await?;
         POSTGRES.run(&writer).await?;
-        let pool = AnyPoolOptions::new().max_connections(8).connect_with(options).await?;
+        let pool = pool().connect_with(options).await?;
         let durable = Arc::new(durable::Durable::new(None));
         Ok(Self { backend: Backend::Postgres, pool, writer, durable, members: None })
     }
