@@ -120,7 +120,8 @@ pub async fn run(
     let store = if shared { store } else { store.caching_members() };
     store.warm_members(&queue.watched_rooms()).await?;
     let lease = Duration::from_secs(settings.config.bot.lease_secs);
-    let leases = shared.then(|| room::Leases::new(store.clone(), lease, serving.as_ref().map(|h| h.session())));
+    // The serve lock goes to the leases, which name its session and keep it.
+    let leases = shared.then(|| room::Leases::new(store.clone(), lease, serving));
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         listen = %settings.listen,

@@ -17,6 +17,7 @@
 //! On SQLite there is one process and no leases: the queue alone decides.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use rand::distr::{Alphanumeric, SampleString};
@@ -24,7 +25,7 @@ use ruma::RoomId;
 
 use crate::clock::now_ms;
 use crate::queue::RoomQueue;
-use crate::store::{self, Store};
+use crate::store::{self, Held, Store};
 
 /// How often the database is asked for work no live instance holds (at most; a shorter
 /// lease polls as often as it renews).
@@ -37,13 +38,16 @@ pub struct Leases {
     /// This process, as lease rows name it: host, pid and a random part (a pid can come
     /// back after a restart, in a container always).
     holder: Arc<str>,
-    /// The PostgreSQL backend of this process's `serve` lock: its leases end with it.
-    session: Option<i64>,
+    /// This process's `serve` lock on PostgreSQL, and its backend (0: none), which the
+    /// leases name: they end with it. Taken again if PostgreSQL drops it (a server
+    /// restart), or every lease would look dead to the other instances.
+    serving: Arc<tokio::sync::Mutex<Option<Held>>>,
+    session: Arc<AtomicI64>,
     lease: Duration,
 }
 
 impl Leases {
-    pub fn new(store: Store, lease: Duration, session: Option<i64>) -> Self {
+    pub fn new(store: Store, lease: Duration, serving: Option<Held>) -> Self {
         let host = std::env::var("HOSTNAME")
             .ok()
             .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
@@ -52,7 +56,38 @@ impl Leases {
             .unwrap_or_else(|| "localhost".to_owned());
         let nonce = Alphanumeric.sample_string(&mut rand::rng(), 6);
         let holder = format!("{host}/{}/{nonce}", std::process::id()).into();
-        Self { store, holder, session, lease }
+        let session = Arc::new(AtomicI64::new(serving.as_ref().map_or(0, Held::session)));
+        Self { store, holder, serving: Arc::new(tokio::sync::Mutex::new(serving)), session, lease }
+    }
+
+    /// The PostgreSQL backend the leases name now.
+    pub fn session(&self) -> Option<i64> {
+        Some(self.session.load(Ordering::Relaxed)).filter(|s| *s != 0)
+    }
+
+    /// Takes the `serve` lock again if its connection is gone, and moves the leases to
+    /// the new session.
+    async fn keep_serving(&self) {
+        let Some(session) = self.session() else { return };
+        match self.store.session_alive(session).await {
+            Ok(true) | Err(_) => {}
+            Ok(false) => match self.store.serving().await {
+                Ok(Some(held)) => {
+                    // The leases name the new session before anyone is told of it.
+                    let new = held.session();
+                    if let Err(e) = self.store.renew_leases((&self.holder, Some(new)), now_ms(), self.lease_ms()).await
+                    {
+                        tracing::warn!(error = %e, "could not move the room leases to the new session; retrying");
+                        return;
+                    }
+                    tracing::warn!(old = session, new, "the serve lock's connection was lost; taken again");
+                    self.session.store(new, Ordering::Relaxed);
+                    *self.serving.lock().await = Some(held);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "the serve lock's connection was lost; retrying"),
+            },
+        }
     }
 
     /// How this instance is named in the lease rows.
@@ -66,7 +101,7 @@ impl Leases {
 
     /// Claims `room` for a step; false when another live instance has it.
     pub async fn claim(&self, room: &RoomId) -> Result<bool, store::Error> {
-        self.store.claim_room(room, (&self.holder, self.session), now_ms(), self.lease_ms()).await
+        self.store.claim_room(room, (&self.holder, self.session()), now_ms(), self.lease_ms()).await
     }
 
     /// Gives `room` back after a step. A failure only means the lease runs out by itself.
@@ -93,8 +128,9 @@ impl Leases {
         let mut renewed = tokio::time::Instant::now();
         loop {
             ticks.tick().await;
+            self.keep_serving().await;
             if renewed.elapsed() >= renew_every {
-                match self.store.renew_leases(&self.holder, now_ms(), self.lease_ms()).await {
+                match self.store.renew_leases((&self.holder, self.session()), now_ms(), self.lease_ms()).await {
                     Ok(_) => renewed = tokio::time::Instant::now(),
                     Err(e) => tracing::warn!(error = %e, "could not renew the room leases; retrying"),
                 }

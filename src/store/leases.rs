@@ -69,14 +69,28 @@ impl Store {
         }
     }
 
-    /// Extends every lease `holder` has to `now + lease_ms`; returns how many it has.
-    pub async fn renew_leases(&self, holder: &str, now: i64, lease_ms: i64) -> Result<u64> {
-        let done = sqlx::query("UPDATE room_leases SET expires_at = $1 WHERE holder = $2")
+    /// Extends every lease `holder` has to `now + lease_ms`, naming its `session` now;
+    /// returns how many it has.
+    pub async fn renew_leases(&self, (holder, session): (&str, Option<i64>), now: i64, lease_ms: i64) -> Result<u64> {
+        let done = sqlx::query("UPDATE room_leases SET expires_at = $1, session = $3 WHERE holder = $2")
             .bind(now + lease_ms)
             .bind(holder)
+            .bind(session)
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    /// Whether PostgreSQL still has backend `session` (always, on SQLite).
+    pub async fn session_alive(&self, session: i64) -> Result<bool> {
+        if self.backend != Backend::Postgres {
+            return Ok(true);
+        }
+        let row = sqlx::query("SELECT 1 AS alive FROM pg_stat_activity WHERE pid = $1")
+            .bind(session)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
     }
 
     /// Gives `room` up, if `holder` has it.

@@ -37,7 +37,7 @@ async fn a_room_lease_has_one_holder_until_it_is_given_back_or_runs_out() {
     assert!(a.claim_room(room, ("a", None), NOW + 2, LEASE).await.expect("claim"), "its holder claims it again");
 
     // Renewing moves the end: at the old end, the room is still a's.
-    assert_eq!(a.renew_leases("a", NOW + 20_000, LEASE).await.expect("renew"), 1);
+    assert_eq!(a.renew_leases(("a", None), NOW + 20_000, LEASE).await.expect("renew"), 1);
     assert!(!b.claim_room(room, ("b", None), NOW + LEASE + 2, LEASE).await.expect("claim"), "renewed");
     assert_eq!(b.room_lease(room).await.expect("read").map(|(h, _)| h).as_deref(), Some("a"));
 
@@ -51,7 +51,7 @@ async fn a_room_lease_has_one_holder_until_it_is_given_back_or_runs_out() {
     let end = NOW + 20_002 + LEASE;
     assert!(!a.claim_room(room, ("a", None), end - 1, LEASE).await.expect("claim"), "not before its end");
     assert!(a.claim_room(room, ("a", None), end, LEASE).await.expect("claim"), "run out: taken over");
-    assert_eq!(b.renew_leases("b", end + 1, LEASE).await.expect("renew"), 0, "b has nothing left to renew");
+    assert_eq!(b.renew_leases(("b", None), end + 1, LEASE).await.expect("renew"), 0, "b has nothing left to renew");
     assert_eq!(a.release_all("a").await.expect("release all"), 1);
     assert_eq!(a.room_lease(room).await.expect("read"), None);
 }

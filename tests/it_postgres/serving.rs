@@ -1,13 +1,18 @@
 //! Who may use a PostgreSQL database at once (`store::lock`): any number of `serve`
 //! instances (they share the rooms through leases), but `richbot migrate` only alone: it
 //! is refused while an instance serves, with the holder named, and an instance is refused
-//! while it copies; and a room lease ends with its holder's session. (On SQLite the data file's lock allows one process; `first_run` tests
+//! while it copies; a room lease ends with its holder's session, and an instance whose
+//! lock connection PostgreSQL dropped takes it again. (On SQLite the data file's lock allows one process; `first_run` tests
 //! it.)
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use richbot::queue::RoomQueue;
+use richbot::room::Leases;
 use richbot::store::Store;
 use ruma::room_id;
+use sqlx::Connection;
 
 use crate::support::eventually;
 use crate::support::postgres::fresh_database;
@@ -55,4 +60,33 @@ async fn a_room_lease_ends_with_its_holders_session() {
     })
     .await;
     assert_eq!(b.room_lease(room).await.expect("read").map(|(h, _)| h).as_deref(), Some("b"));
+}
+
+/// PostgreSQL drops the `serve` lock's connection (a server restart, an administrator's
+/// `pg_terminate_backend`): the instance takes the lock again and its leases name the new
+/// session, so they do not look dead to the other instances.
+#[tokio::test]
+async fn a_lost_serve_lock_is_taken_again_and_the_leases_follow_it() {
+    let url = fresh_database().await;
+    let (a, b) = (Store::open(&url).await.expect("open"), Store::open(&url).await.expect("open"));
+    let held = a.serving().await.expect("serve").expect("a lock on PostgreSQL");
+    let first = held.session();
+    let leases = Leases::new(a.clone(), Duration::from_secs(60), Some(held));
+    let keeper = tokio::spawn({
+        let leases = leases.clone();
+        async move { leases.keep(Arc::new(RoomQueue::default())).await }
+    });
+    let room = room_id!("!r:x");
+    assert!(leases.claim(room).await.expect("claim"));
+
+    let mut admin = sqlx::PgConnection::connect(&url).await.expect("connect");
+    sqlx::query("SELECT pg_terminate_backend($1)").bind(first as i32).execute(&mut admin).await.expect("terminate");
+    eventually("the lock taken again", Duration::from_secs(10), || async {
+        leases.session().filter(|s| *s != first).map(|_| ())
+    })
+    .await;
+    let now = richbot::clock::now_ms();
+    assert!(!b.claim_room(room, ("b", None), now, 60_000).await.expect("claim"), "the lease is still a's");
+    assert!(leases.claim(room).await.expect("claim"), "and a holds it");
+    keeper.abort();
 }
