@@ -5,10 +5,16 @@
 //! atomically: PostgreSQL locks the conflicting row for the `ON CONFLICT DO UPDATE`, and
 //! re-checks its `WHERE` on the row as committed, so of two instances claiming a room at
 //! once exactly one gets it back. Its holder renews it while it works and deletes it when
-//! the step ends; a holder that dies stops renewing, and the lease runs out.
+//! the step ends; a holder that dies stops renewing, and the lease runs out. On PostgreSQL
+//! a lease also ends as soon as its holder's session does (`session`: the backend of its
+//! `serve` lock connection, `lock.rs`): a killed process's connections close with it, so
+//! its rooms are free at once; only a holder that hangs, or whose machine or network is
+//! gone, is waited out.
 //!
 //! The other half of sharing the work: which rooms have work that no live instance holds
-//! (events waiting, or a turn a dead instance left running), for an instance to poll.
+//! (events waiting, or a turn a dead instance left running), for an instance to poll; and
+//! what the inbox's door must read from the database instead of process memory
+//! ([`RoomFacts`]).
 
 use ruma::{OwnedRoomId, OwnedUserId, RoomId};
 use sqlx::Row;
