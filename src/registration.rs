@@ -19,9 +19,27 @@ pub struct Options {
 
 pub use crate::files::Error;
 
-/// A random token: 48 alphanumeric characters (about 285 bits).
+/// Text in a token that says it is a placeholder, not a secret.
+const PLACEHOLDERS: &[&str] = &["CHANGE_ME", "CHANGEME", "changeme", "change_me", "xxx", "secret"];
+/// Fewer characters than this is not a token anyone generated.
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// Whether `token` is a placeholder (or too short to be generated), which validation
+/// refuses.
+pub fn is_placeholder(token: &str) -> bool {
+    token.chars().count() < MIN_TOKEN_CHARS || PLACEHOLDERS.iter().any(|p| token.contains(p))
+}
+
+/// A random token: 48 alphanumeric characters (about 285 bits), drawn again in the rare
+/// case that it happens to contain placeholder text (such as "xxx"), which validation
+/// would refuse.
 pub fn token() -> String {
-    Alphanumeric.sample_string(&mut rand::rng(), 48)
+    loop {
+        let token = Alphanumeric.sample_string(&mut rand::rng(), 48);
+        if !is_placeholder(&token) {
+            return token;
+        }
+    }
 }
 
 /// The registration YAML.
@@ -61,6 +79,20 @@ pub fn write(opts: &Options, path: &Path, force: bool) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generated_tokens_are_never_taken_for_placeholders() {
+        assert!(
+            is_placeholder("CHANGE_ME_please_0123456789")
+                && is_placeholder("abcxxxdefghijklmnop")
+                && is_placeholder("short")
+        );
+        // One token in about 4,000 drawn plainly holds "xxx": 50,000 draws meet some.
+        for _ in 0..50_000 {
+            let t = token();
+            assert!(!is_placeholder(&t), "{t}");
+        }
+    }
     use ruma::api::appservice::Registration;
 
     fn opts() -> Options {

@@ -11,16 +11,11 @@ use ruma::api::appservice::Registration;
 
 use super::Config;
 
-/// Tokens that are placeholders, not secrets.
-const PLACEHOLDERS: &[&str] = &["CHANGE_ME", "CHANGEME", "changeme", "change_me", "xxx", "secret"];
-/// Fewer characters than this is not a token anyone generated.
-const MIN_TOKEN_CHARS: usize = 16;
-
 /// Every problem between `config` (listening on `listen`) and `reg`, one line each.
 pub fn registration(config: &Config, listen: Option<SocketAddr>, reg: &Registration, problems: &mut Vec<String>) {
     let server = &config.homeserver.server_name;
     for (key, value) in [("as_token", &reg.as_token), ("hs_token", &reg.hs_token)] {
-        if value.chars().count() < MIN_TOKEN_CHARS || PLACEHOLDERS.iter().any(|p| value.contains(p)) {
+        if crate::registration::is_placeholder(value) {
             problems.push(format!(
                 "appservice.registration: {key} is a placeholder; generate real tokens with `richbot init` or \
                  `richbot generate-registration` and give the new file to the homeserver"
