@@ -4,7 +4,9 @@
 //! each call it reserves the estimated cost (the prompt's characters / 4, plus
 //! `max_tokens`); a budget without room for it means the call is not made; after the
 //! call the reservation is settled with the usage the API reported (or, where it reported
-//! none, the estimate).
+//! none, the estimate). A call cut part-way or timed out is settled with the prompt's
+//! estimate plus what streamed (characters / 4): never free, or a member could spend
+//! without limit on answers that stop short.
 
 use std::sync::Mutex;
 
@@ -123,7 +125,8 @@ fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
 
 impl<L: Complete + Sync> Complete for Metered<'_, L> {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
-        let estimate = (request_chars(messages, tools) / 4) as u64 + u64::from(self.budget.max_tokens);
+        let prompt = (request_chars(messages, tools) / 4) as u64;
+        let estimate = prompt + u64::from(self.budget.max_tokens);
         let budgets = self.budget.for_asker(self.asker);
         let reserved = self.store.reserve_tokens(self.asker, self.room, estimate, budgets, now_ms()).await;
         let id = match reserved {
@@ -135,7 +138,11 @@ impl<L: Complete + Sync> Complete for Metered<'_, L> {
         let used = match &result {
             Ok(reply) if reply.usage.prompt + reply.usage.completion > 0 => reply.usage.prompt + reply.usage.completion,
             Ok(_) => estimate,
-            // A call that failed is not billed by the APIs richbot talks to.
+            // A stream cut part-way, or a call that timed out, was read and partly
+            // answered: the prompt, and what streamed before it stopped.
+            Err(agent::Error::Cut(so_far, _)) => prompt + (so_far.len() / 4) as u64,
+            Err(agent::Error::TimedOut(_)) => prompt,
+            // A call refused outright is not billed by the APIs richbot talks to.
             Err(_) => 0,
         };
         if let Err(e) = self.store.settle_tokens(id, used).await {

@@ -50,6 +50,7 @@ impl Parts {
             settings.config.llm.max_tokens,
         )
         .with_streaming(settings.config.llm.stream)
+        .with_idle_timeout(settings.llm_idle_timeout())
         .with_concurrency(settings.config.llm.max_concurrent_requests);
         Ok(Self { store, matrix, personas, llm })
     }
@@ -89,6 +90,7 @@ pub fn persona_models(settings: &Settings, default: &agent::Llm) -> HashMap<Owne
                 let llm =
                     agent::Llm::new(&e.base_url, e.api_key.as_deref(), &e.model, settings.llm_timeout(), e.max_tokens)
                         .with_streaming(l.stream)
+                        .with_idle_timeout(settings.llm_idle_timeout())
                         .sharing_limit_with(default);
                 built.push((e, llm.clone()));
                 llm

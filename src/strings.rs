@@ -18,6 +18,13 @@ pub const TOO_MANY_ROUNDS: &str = "Sorry, I couldn't finish that answer. Please 
 /// Ends a streamed answer that stopped part-way.
 pub const CUT_SHORT: &str = "_(This answer was cut short: my language model stopped part-way.)_";
 
+/// Ends a live message whose final edit was refused; the answer goes on in new messages.
+pub const CONTINUED_BELOW: &str = "_(continued below)_";
+
+/// Posted when (part of) an answer could not be posted for good.
+pub const POST_FAILED: &str =
+    "Sorry, I couldn't post all of my answer: the server refused it. Please ask again, perhaps for a shorter answer.";
+
 /// Posted when a turn ran past its deadline.
 pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try again, perhaps with a simpler request.";
 

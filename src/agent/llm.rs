@@ -1,15 +1,26 @@
 //! The only module that talks to the LLM: async-openai against any OpenAI-compatible base
-//! URL, with a per-attempt timeout (async-openai sets none) and its built-in retries (3)
-//! on 429, 5xx and connection errors. Those retries wait as long as a `Retry-After`
-//! header asks, without a cap, so a whole call is bounded here: [`ATTEMPTS`] attempts of
-//! at most the timeout each, plus at most [`MAX_RETRY_WAIT`] of waiting in all. A server
-//! that asks for longer fails the call, which the turn reports. Requests and responses go through `byot` as JSON so
-//! that servers with non-standard fields (`finish_reason: "eos"`, missing `created`) work.
+//! URL, with its built-in retries (3) on 429, 5xx and connection errors. Those retries
+//! wait as long as a `Retry-After` header asks, without a cap, so a whole call is bounded
+//! here: [`ATTEMPTS`] attempts of at most the timeout each, plus at most
+//! [`MAX_RETRY_WAIT`] of waiting in all. A server that asks for longer fails the call,
+//! which the turn reports. Requests and responses go through `byot` as JSON so that
+//! servers with non-standard fields (`finish_reason: "eos"`, missing `created`) work.
+//!
+//! Timeouts: an unstreamed call's attempt is bounded by `llm.timeout_secs` whole. A
+//! streamed call is bounded by it only up to its first event (connecting, the prompt
+//! read); after that, by `llm.idle_timeout_secs` between events, so a long answer that
+//! keeps coming is never cut by the clock, and a stalled one is (`stream::read`).
+//!
+//! A chat request answered 401, 403 or 404 is a mistake in the configuration (the key,
+//! the URL, the model), reported as [`Error::Refused`] whether the call streamed or not;
+//! only a 400 or 422 to a streamed request (or a body that is no event stream) means the
+//! endpoint cannot stream, which is remembered.
 
 use std::time::Duration;
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
 use serde_json::Value;
 
 use super::{Complete, LiveText, Message, Reply, ToolSpec, wire};
@@ -19,6 +30,12 @@ use super::{Complete, LiveText, Message, Reply, ToolSpec, wire};
 pub enum Error {
     #[error("LLM request failed: {0}")]
     Api(String),
+    /// The endpoint refused the request for its configuration: HTTP 401, 403 or 404.
+    #[error("LLM request refused ({0}): {1}")]
+    Refused(u16, String),
+    /// No answer in time; the endpoint may have read (and billed) the prompt.
+    #[error("LLM request timed out: {0}")]
+    TimedOut(String),
     #[error("LLM answered without a usable message")]
     Empty,
     /// The caller's metering did not allow the call (a budget is spent, or it could not
@@ -41,12 +58,14 @@ pub enum Probe {
     Unreachable(String),
     /// An HTTP answer with this error status.
     Status(u16),
+    /// A chat request was answered with this error status (401, 403, 404).
+    Chat(u16),
 }
 
 impl Probe {
     /// Whether this is a mistake in the configuration (the key, the URL), not an outage.
     pub fn is_config_error(&self) -> bool {
-        matches!(self, Probe::Status(401 | 403 | 404))
+        matches!(self, Probe::Status(401 | 403 | 404) | Probe::Chat(401 | 403 | 404))
     }
 
     /// What is wrong and what to do, for an admin.
@@ -56,13 +75,17 @@ impl Probe {
                 format!("{base_url} is unreachable ({e}); is llm.base_url right and the server up?")
             }
             Probe::Status(404) => format!("{base_url}/models answered 404: does llm.base_url end in /v1?"),
-            Probe::Status(401 | 403) if !has_key => format!(
+            Probe::Chat(404) => format!(
+                "{base_url}/chat/completions answered 404: does llm.base_url end in /v1, and does the endpoint offer llm.model?"
+            ),
+            Probe::Status(401 | 403) | Probe::Chat(401 | 403) if !has_key => format!(
                 "{base_url} wants an API key and none is set: set llm.api_key, llm.api_key_file or OPENAI_API_KEY"
             ),
-            Probe::Status(s @ (401 | 403)) => {
+            Probe::Status(s @ (401 | 403)) | Probe::Chat(s @ (401 | 403)) => {
                 format!("{base_url} refused the API key ({s}): check llm.api_key, llm.api_key_file or OPENAI_API_KEY")
             }
             Probe::Status(s) => format!("{base_url}/models answered {s}"),
+            Probe::Chat(s) => format!("{base_url}/chat/completions answered {s}"),
         }
     }
 }
@@ -71,20 +94,31 @@ impl Probe {
 pub const ATTEMPTS: u32 = 4;
 /// Most time a call may spend waiting between its attempts.
 pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+/// Most silence between two events of a streamed answer unless configured
+/// (`llm.idle_timeout_secs`).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Calls in flight at once unless configured (`llm.max_concurrent_requests`).
 pub const DEFAULT_CONCURRENCY: usize = 1024;
 
 /// The chat client. `Debug` leaves the key out.
 #[derive(Clone)]
 pub struct Llm {
+    /// For unstreamed calls: each attempt bounded by the timeout.
     client: Client<OpenAIConfig>,
+    /// For streamed calls: no bound on the whole, which `stream::read` bounds per event.
+    streaming: Client<OpenAIConfig>,
     http: reqwest::Client,
     base_url: String,
     api_key: Option<String>,
     model: String,
     max_tokens: u32,
-    /// The most one call (its attempts and the waits between them) may take.
+    /// The most one call (its attempts and the waits between them) may take; for a
+    /// streamed call, up to its first event.
     call_limit: Duration,
+    /// `llm.timeout_secs`: a streamed answer's first event comes within it.
+    timeout: Duration,
+    /// Most silence between a streamed answer's events.
+    idle: Duration,
     /// Whether to ask for streamed answers: configured, and turned off for good when the
     /// endpoint refuses a streamed request.
     stream: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -105,16 +139,23 @@ impl Llm {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .expect("a reqwest client with static settings builds");
+        let streaming = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10).min(timeout))
+            .build()
+            .expect("a reqwest client with static settings builds");
         let base_url = base_url.trim_end_matches('/').to_owned();
         let config = OpenAIConfig::new().with_api_base(&base_url).with_api_key(api_key.unwrap_or(""));
         Self {
-            client: Client::build(http.clone(), config),
+            client: Client::build(http.clone(), config.clone()),
+            streaming: Client::build(streaming, config),
             http,
             base_url,
             api_key: api_key.map(str::to_owned),
             model: model.to_owned(),
             max_tokens,
             call_limit: timeout.saturating_mul(ATTEMPTS) + MAX_RETRY_WAIT.min(timeout),
+            timeout,
+            idle: DEFAULT_IDLE_TIMEOUT,
             stream: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
             calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
         }
@@ -130,6 +171,12 @@ impl Llm {
     /// endpoint: `llm.max_concurrent_requests`).
     pub fn sharing_limit_with(mut self, other: &Llm) -> Self {
         self.calls = other.calls.clone();
+        self
+    }
+
+    /// Most silence between a streamed answer's events (`llm.idle_timeout_secs`).
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle = idle;
         self
     }
 
@@ -178,17 +225,37 @@ impl Llm {
         let chat = self.client.chat();
         let call = chat.create_byot(request);
         let response: Value = match tokio::time::timeout(self.call_limit, call).await {
-            Ok(answer) => answer.map_err(|e| Error::Api(e.to_string()))?,
+            Ok(answer) => answer.map_err(failed)?,
             Err(_) => return Err(self.too_long()),
         };
         wire::reply(&response).ok_or(Error::Empty)
     }
 
     fn too_long(&self) -> Error {
-        Error::Api(format!(
+        Error::TimedOut(format!(
             "no answer within {} s (attempts and the waits the server asked for)",
             self.call_limit.as_secs()
         ))
+    }
+}
+
+/// What a failed request means: the configuration refused, a timeout, or an outage.
+fn failed(e: OpenAIError) -> Error {
+    match e {
+        OpenAIError::ApiError(api) if matches!(api.status_code.as_u16(), 401 | 403 | 404) => {
+            Error::Refused(api.status_code.as_u16(), api.api_error.message)
+        }
+        OpenAIError::Reqwest(r) if r.is_timeout() => Error::TimedOut(r.to_string()),
+        e => Error::Api(e.to_string()),
+    }
+}
+
+/// Whether a streamed request's refusal means the endpoint cannot stream.
+fn cannot_stream(e: &OpenAIError) -> bool {
+    match e {
+        OpenAIError::ApiError(api) => matches!(api.status_code.as_u16(), 400 | 422),
+        OpenAIError::StreamError(_) => true,
+        _ => false,
     }
 }
 
@@ -201,24 +268,24 @@ impl Complete for Llm {
             return self.whole(messages, tools).await;
         }
         let request = wire::request(&self.model, self.max_tokens, messages, tools, true);
-        let chat = self.client.chat();
+        let chat = self.streaming.chat();
         let opened = match tokio::time::timeout(self.call_limit, chat.create_stream_byot::<Value, Value>(request)).await
         {
             Ok(opened) => opened,
             Err(_) => return Err(self.too_long()),
         };
         match opened {
-            Ok(events) => super::stream::read(events, live).await,
+            Ok(events) => {
+                super::stream::read(events, live, super::stream::Pace { first: self.timeout, idle: self.idle }).await
+            }
             // An endpoint that refuses to stream (a 400 about it, a body that is no event
             // stream) is remembered and asked without streaming from now on.
-            Err(
-                e @ (async_openai::error::OpenAIError::ApiError(_) | async_openai::error::OpenAIError::StreamError(_)),
-            ) => {
+            Err(e) if cannot_stream(&e) => {
                 tracing::warn!(error = %e, "the LLM endpoint refused a streamed request; answering without streaming");
                 self.stream.store(false, Ordering::Relaxed);
                 self.whole(messages, tools).await
             }
-            Err(e) => Err(Error::Api(e.to_string())),
+            Err(e) => Err(failed(e)),
         }
     }
 }

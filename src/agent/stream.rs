@@ -2,11 +2,25 @@
 //! live text the turn shows (and edits in place at its pace), tool-call deltas are
 //! gathered by their index (a call's id and name come first, its arguments in pieces),
 //! and the usage comes in the last event when the server reports it.
+//!
+//! A stream is complete only when a choice said why it finished (`finish_reason`): one
+//! that ends without it (the connection closed early; `[DONE]` alone is not told apart
+//! from a close by the client library) is cut, as is one silent for longer than its
+//! [`Pace`] allows. A cut stream is an [`Error::Cut`] with the text so far.
+
+use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::{Error, LiveText, Reply, ToolCall, Usage};
+
+/// How long a stream may be silent: before its first event, and between two events.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    pub first: Duration,
+    pub idle: Duration,
+}
 
 #[derive(Default)]
 struct PartialCall {
@@ -16,7 +30,7 @@ struct PartialCall {
 }
 
 /// Reads `events` to the end into one reply, feeding `live` with the text so far.
-pub async fn read<S, E>(mut events: S, live: &LiveText) -> Result<Reply, Error>
+pub async fn read<S, E>(mut events: S, live: &LiveText, pace: Pace) -> Result<Reply, Error>
 where
     S: futures::Stream<Item = Result<Value, E>> + Unpin,
     E: std::fmt::Display,
@@ -24,13 +38,25 @@ where
     let mut text = String::new();
     let mut calls: Vec<PartialCall> = Vec::new();
     let mut usage = Usage::default();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|e| Error::Cut(text.clone(), e.to_string()))?;
+    let mut finished = false;
+    let mut wait = pace.first;
+    loop {
+        let event = match tokio::time::timeout(wait, events.next()).await {
+            Err(_) if text.is_empty() && calls.is_empty() && wait == pace.first => {
+                return Err(Error::TimedOut(format!("no answer within {} s", wait.as_secs())));
+            }
+            Err(_) => return Err(Error::Cut(text, format!("nothing arrived for {} s", wait.as_secs()))),
+            Ok(None) => break,
+            Ok(Some(event)) => event.map_err(|e| Error::Cut(text.clone(), e.to_string()))?,
+        };
+        wait = pace.idle;
         if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
             let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
             usage = Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") };
         }
-        let Some(delta) = event.get("choices").and_then(|c| c.get(0)).and_then(|c| c.get("delta")) else { continue };
+        let Some(choice) = event.get("choices").and_then(|c| c.get(0)) else { continue };
+        finished |= choice.get("finish_reason").is_some_and(|r| r.as_str().is_some_and(|r| !r.is_empty()));
+        let Some(delta) = choice.get("delta") else { continue };
         if let Some(piece) = delta.get("content").and_then(Value::as_str).filter(|p| !p.is_empty()) {
             text.push_str(piece);
             live.send_replace(text.clone());
@@ -57,6 +83,9 @@ where
             }
         }
     }
+    if !finished {
+        return Err(Error::Cut(text, "the stream ended before the answer said it was complete".to_owned()));
+    }
     let tool_calls = calls
         .into_iter()
         .enumerate()
@@ -75,19 +104,30 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const PACE: Pace = Pace { first: Duration::from_secs(60), idle: Duration::from_secs(30) };
+
+    fn piece(content: &str) -> Result<Value, String> {
+        Ok(json!({"choices": [{"delta": {"content": content}, "finish_reason": null}]}))
+    }
+
+    fn stop() -> Result<Value, String> {
+        Ok(json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}))
+    }
+
     #[tokio::test]
     async fn deltas_become_one_reply_and_the_text_grows_live() {
         let events: Vec<Result<Value, String>> = vec![
             Ok(json!({"choices": [{"delta": {"role": "assistant", "content": "Hel"}}]})),
-            Ok(json!({"choices": [{"delta": {"content": "lo"}}]})),
+            piece("lo"),
             Ok(
                 json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "rich_send", "arguments": "{\"a\""}}]}}]}),
             ),
             Ok(json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}}]})),
+            Ok(json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]})),
             Ok(json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}})),
         ];
         let (live, watch) = tokio::sync::watch::channel(String::new());
-        let reply = read(futures::stream::iter(events), &live).await.expect("a reply");
+        let reply = read(futures::stream::iter(events), &live, PACE).await.expect("a reply");
         assert_eq!(reply.text.as_deref(), Some("Hello"));
         assert_eq!(*watch.borrow(), "Hello");
         assert_eq!(
@@ -96,13 +136,55 @@ mod tests {
         );
         assert_eq!(reply.usage, Usage { prompt: 7, completion: 3 });
 
-        let cut: Vec<Result<Value, String>> =
-            vec![Ok(json!({"choices": [{"delta": {"content": "Half an"}}]})), Err("connection reset".into())];
-        match read(futures::stream::iter(cut), &live).await {
+        let cut: Vec<Result<Value, String>> = vec![piece("Half an"), Err("connection reset".into())];
+        match read(futures::stream::iter(cut), &live, PACE).await {
             Err(Error::Cut(so_far, why)) => {
                 assert_eq!((so_far.as_str(), why.as_str()), ("Half an", "connection reset"))
             }
             other => panic!("expected a cut stream, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_without_saying_it_finished_is_cut() {
+        let (live, _watch) = tokio::sync::watch::channel(String::new());
+        let unfinished = vec![piece("It ends"), piece(" here")];
+        match read(futures::stream::iter(unfinished), &live, PACE).await {
+            Err(Error::Cut(so_far, why)) => assert_eq!(so_far, "It ends here", "{why}"),
+            other => panic!("expected a cut stream, got {other:?}"),
+        }
+        let finished = vec![piece("It ends"), piece(" here"), stop()];
+        let reply = read(futures::stream::iter(finished), &live, PACE).await.expect("complete");
+        assert_eq!(reply.text.as_deref(), Some("It ends here"));
+    }
+
+    /// Events of `pieces`, each `every` after the last, then a finish.
+    fn paced(pieces: usize, every: Duration) -> impl futures::Stream<Item = Result<Value, String>> + Unpin {
+        let items: Vec<Result<Value, String>> = (0..pieces).map(|_| piece("word ")).chain([stop()]).collect();
+        Box::pin(futures::stream::iter(items).then(move |e| async move {
+            tokio::time::sleep(every).await;
+            e
+        }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_stream_that_keeps_coming_is_never_cut_by_the_clock_but_a_stalled_one_is() {
+        let (live, _watch) = tokio::sync::watch::channel(String::new());
+        // 90 s of answer, a piece a second, with a 60 s timeout and 30 s of allowed silence.
+        let started = tokio::time::Instant::now();
+        let reply = read(paced(90, Duration::from_secs(1)), &live, PACE).await.expect("complete");
+        assert_eq!(reply.text.map(|t| t.len()), Some(90 * 5));
+        assert!(started.elapsed() >= Duration::from_secs(90));
+        // Silent for 31 s after it began: cut, with what came.
+        let stalled = futures::stream::iter([piece("so far")]).chain(paced(1, Duration::from_secs(31)));
+        match read(Box::pin(stalled), &live, PACE).await {
+            Err(Error::Cut(so_far, why)) => assert_eq!(so_far, "so far", "{why}"),
+            other => panic!("expected a cut stream, got {other:?}"),
+        }
+        // Nothing at all within the timeout: timed out, nothing to show.
+        match read(paced(1, Duration::from_secs(61)), &live, PACE).await {
+            Err(Error::TimedOut(_)) => {}
+            other => panic!("expected a timeout, got {other:?}"),
         }
     }
 }

@@ -74,8 +74,12 @@ pub struct Llm {
     pub api_key: Option<String>,
     #[serde(default)]
     pub api_key_file: Option<PathBuf>,
+    /// Bounds an unstreamed call's attempt, and a streamed call up to its first event.
     #[serde(default = "default_llm_timeout")]
     pub timeout_secs: u64,
+    /// Most silence between two events of a streamed answer.
+    #[serde(default = "default_llm_idle_timeout")]
+    pub idle_timeout_secs: u64,
     /// Tool rounds per turn at most.
     #[serde(default = "default_rounds")]
     pub max_rounds: u32,
@@ -233,6 +237,10 @@ fn default_concurrent() -> usize {
 fn default_db() -> String {
     "sqlite://richbot.db".to_owned()
 }
+fn default_llm_idle_timeout() -> u64 {
+    30
+}
+
 fn default_llm_timeout() -> u64 {
     60
 }

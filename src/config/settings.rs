@@ -44,6 +44,10 @@ impl Settings {
         Duration::from_secs(self.config.llm.timeout_secs)
     }
 
+    pub fn llm_idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.llm.idle_timeout_secs)
+    }
+
     /// Whether `user_id` may invite and talk to the personas.
     pub fn allowed(&self, user_id: &str) -> bool {
         self.allow.iter().any(|re| re.is_match(user_id))

@@ -46,6 +46,9 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if config.llm.timeout_secs == 0 {
         problems.push("llm.timeout_secs: must be at least 1".to_owned());
     }
+    if config.llm.idle_timeout_secs == 0 {
+        problems.push("llm.idle_timeout_secs: must be at least 1".to_owned());
+    }
     if !(1..=32).contains(&config.llm.max_rounds) {
         problems.push("llm.max_rounds: must be 1-32".to_owned());
     }

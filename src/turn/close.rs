@@ -49,7 +49,10 @@ impl Closer<'_> {
         let outcome = match done.text.as_deref().map(str::trim) {
             Some(text) if text != strings::NO_REPLY && !text.is_empty() => match failed {
                 None => Outcome::Answered,
-                Some(reason) => Outcome::PostFailed(reason),
+                Some(reason) => {
+                    self.tell(next, strings::POST_FAILED).await?;
+                    Outcome::PostFailed(reason)
+                }
             },
             None if done.exhausted => {
                 self.tell(next, strings::TOO_MANY_ROUNDS).await?;
@@ -64,12 +67,20 @@ impl Closer<'_> {
     /// key, or has no such path) is the admin's to fix, told as such; anything else is an
     /// outage the person may retry.
     pub async fn llm_failed(&self, next: WriteId, e: agent::Error) -> Result<Outcome, Error> {
-        if let agent::Error::Cut(_, why) = &e {
+        if let agent::Error::Cut(so_far, why) = &e
+            && !so_far.trim().is_empty()
+        {
             // The live message already ends with the text so far and a note.
             tracing::warn!(turn = self.turn, why, "the streamed answer stopped part-way");
             return Ok(Outcome::LlmFailed(e.to_string()));
         }
-        match self.llm.probe().await {
+        // A chat request refused for its key or path says so itself; anything else is
+        // told apart by probing the endpoint.
+        let probed = match &e {
+            agent::Error::Refused(status, _) => Err(agent::Probe::Chat(*status)),
+            _ => self.llm.probe().await,
+        };
+        match probed {
             Err(probe) if probe.is_config_error() => {
                 let fix = probe.explain(self.llm.base_url(), self.llm.has_key());
                 tracing::error!(turn = self.turn, error = %e, fix, "the LLM endpoint is misconfigured");

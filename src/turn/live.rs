@@ -4,12 +4,20 @@
 //! edit holding all the text so far. When the reply is complete its message gets a final
 //! edit (the whole text, rendered, no marker); a reply longer than one event continues in
 //! further messages. A reply that was never shown live is posted whole. A stream cut off
-//! part-way ends with the text so far and a note, never a message left live.
+//! part-way, or stopped by the turn's deadline, ends with the text so far and a note,
+//! never a message left live.
+//!
+//! Parts are sized for an edit, the largest form a text takes (it carries the text twice,
+//! rendered twice: `render::fits_as_edit`), so no live edit and no final edit is refused
+//! for its size. If a final edit is refused all the same, the live message is finished
+//! with what it showed and a "continued below" line, and the rest follows as new
+//! messages: a long answer is never left live, or lost.
 //!
 //! Write ids: reply `r`'s live message is write `LIVE + r * 10_000` (later edits follow
-//! it), its final edit `... + 9_999`, further parts `... + 9_000 + i`. A resumed turn
-//! replays the recorded reply and finds the writes that landed; a live write's content may
-//! differ from a crashed run's, so its id alone identifies it.
+//! it), its final edit `... + 9_999`, further parts `... + 9_000 + i`; a refused final
+//! edit's replacement `... + 7_999` and the rest `... + 8_000 + i`. A resumed turn replays
+//! the recorded reply and finds the writes that landed; a live write's content may differ
+//! from a crashed run's, so its id alone identifies it.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -18,7 +26,7 @@ use ruma::OwnedEventId;
 use tokio::sync::{Notify, watch};
 
 use super::Scope;
-use super::notices::{MAX_PART_BYTES, PostError, split};
+use super::notices::{PostError, split_fitting};
 use crate::blocks::WriterKey;
 use crate::outbox::{self, Outbox, Write, WriteId};
 use crate::render;
@@ -28,6 +36,10 @@ const LIVE: i64 = 2_000_000;
 const PER_REPLY: i64 = 10_000;
 const FINAL: i64 = 9_999;
 const PARTS: i64 = 9_000;
+/// A refused final edit: the live message finished with what it showed.
+const RESCUE_EDIT: i64 = 7_999;
+/// ... and the rest of the text as new messages.
+const RESCUE: i64 = 8_000;
 /// Notes while tools run, and taking them back.
 const NOTES: i64 = 5_000;
 /// Text shown live once it holds a sentence, or after this long.
@@ -55,6 +67,8 @@ pub(super) struct Live<'a> {
     finished: Mutex<Option<(u32, OwnedEventId, String)>>,
     /// Notes shown so far (their writes are numbered by it).
     notes: std::sync::atomic::AtomicI64,
+    /// The reply being streamed, until its text is put out for good.
+    streaming: Mutex<Option<u32>>,
 }
 
 /// A note shown on a reply's message while a tool runs, to take back when it is done.
@@ -89,6 +103,7 @@ impl<'a> Live<'a> {
             shown: Mutex::new(Shown::default()),
             finished: Mutex::new(None),
             notes: std::sync::atomic::AtomicI64::new(0),
+            streaming: Mutex::new(None),
         }
     }
 
@@ -108,6 +123,7 @@ impl<'a> Live<'a> {
     /// its live message at the pace. Stops between writes, never in the middle of one.
     pub async fn follow(&self, reply: u32, mut text: watch::Receiver<String>, done: &Notify) {
         self.set_shown(Shown::default());
+        *self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reply);
         let started = Instant::now();
         let mut last_write: Option<Instant> = None;
         loop {
@@ -123,7 +139,7 @@ impl<'a> Live<'a> {
             }
             let now_text = text.borrow().clone();
             let mut shown = self.shown();
-            let part = split(&now_text, MAX_PART_BYTES).first().copied().unwrap_or("").to_owned();
+            let part = parts(&now_text).first().copied().unwrap_or("").to_owned();
             if part == shown.text || !worth_showing(&part, started) {
                 continue;
             }
@@ -168,14 +184,14 @@ impl<'a> Live<'a> {
     /// was never shown, a new message), then any further parts; `cut` adds the note of a
     /// stream that stopped part-way.
     pub async fn finish(&self, reply: u32, text: &str, cut: bool) -> Result<(), PostError> {
+        self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let text = text.trim();
         if text.is_empty() || (text == strings::NO_REPLY && !cut) {
             return Ok(());
         }
         let full = if cut { format!("{text}\n\n{}", strings::CUT_SHORT) } else { text.to_owned() };
-        let parts = split(&full, MAX_PART_BYTES);
+        let parts = parts(&full);
         let thread = self.scope.thread.as_deref();
-        let render_err = |e: render::Error| PostError::Failed(format!("the answer cannot be sent: {e}"));
         // The live message: this run's, or one a crashed run posted (found by its id).
         let (message, fresh) = match self.shown().message {
             Some(m) => (m, false),
@@ -186,7 +202,11 @@ impl<'a> Live<'a> {
         };
         if !fresh && !self.reads_final(&message, parts[0]).await {
             let last = render::edit(&message, parts[0], None, WriterKey::default(), &[]).map_err(render_err)?;
-            self.outbox.edit(&self.write(reply, FINAL), &message, &last).await.map_err(later)?;
+            match self.outbox.edit(&self.write(reply, FINAL), &message, &last).await.map_err(later) {
+                Ok(_) => {}
+                Err(PostError::Failed(why)) => return self.rescue(reply, &message, &full, why).await,
+                Err(e) => return Err(e),
+            }
         }
         for (i, part) in parts.iter().enumerate().skip(1) {
             let content = render::text(part, thread).map_err(render_err)?;
@@ -197,6 +217,36 @@ impl<'a> Live<'a> {
                 Some((reply, message, parts[0].to_owned()));
         }
         Ok(())
+    }
+
+    /// The final edit of reply `reply`'s live message was refused (`why`): the message is
+    /// finished with what it showed and a line saying the answer goes on below, and
+    /// `full` follows from there as new messages.
+    async fn rescue(&self, reply: u32, message: &ruma::EventId, full: &str, why: String) -> Result<(), PostError> {
+        tracing::warn!(turn = self.turn, error = %why, "a live answer's final edit was refused; the rest follows as new messages");
+        let shown = self.shown().text;
+        let rest = full.strip_prefix(shown.as_str()).filter(|_| !shown.is_empty()).unwrap_or(full);
+        let ended = format!("{}\n\n{}", shown.trim_end(), strings::CONTINUED_BELOW);
+        let content = render::edit(message, ended.trim_start(), None, WriterKey::default(), &[]).map_err(render_err)?;
+        self.outbox.edit(&self.write(reply, RESCUE_EDIT), message, &content).await.map_err(later)?;
+        let thread = self.scope.thread.as_deref();
+        for (i, part) in parts(rest).iter().enumerate() {
+            let content = render::text(part, thread).map_err(render_err)?;
+            self.outbox.send(&self.write(reply, RESCUE + i as i64), &content, thread).await.map_err(later)?;
+        }
+        Ok(())
+    }
+
+    /// The turn's deadline stopped a reply while it streamed: its live message, if it has
+    /// one, is finished with `text` (what had arrived) and the note of a cut answer.
+    pub async fn cut_off(&self, text: &str) -> Result<(), PostError> {
+        let Some(reply) = *self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner) else {
+            return Ok(());
+        };
+        if self.shown().message.is_none() {
+            return Ok(());
+        }
+        self.finish(reply, text, true).await
     }
 
     /// Says on the last reply's message that `tool` is running (live again), if there is
@@ -229,6 +279,15 @@ impl Live<'_> {
         let content = sent.get("m.new_content").unwrap_or(&sent);
         content.get(render::LIVE).is_none() && content.get("body").and_then(|b| b.as_str()) == Some(text)
     }
+}
+
+/// A text cut into parts that each fit one event as a live edit.
+fn parts(text: &str) -> Vec<&str> {
+    split_fitting(text, &render::fits_as_edit)
+}
+
+fn render_err(e: render::Error) -> PostError {
+    PostError::Failed(format!("the answer cannot be sent: {e}"))
 }
 
 fn later(e: outbox::Error) -> PostError {

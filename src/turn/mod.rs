@@ -203,7 +203,14 @@ impl Turns {
         let stopped = metered.stopped();
         let close = self.closer(turn, &scope);
         let (outcome, record) = match result {
-            Err(_) => (close.deadline(next).await?, TurnRecord::default()),
+            Err(_) => {
+                // A reply streaming when the clock ran out ends with what had arrived.
+                let so_far = live_text.borrow().clone();
+                if let Err(notices::PostError::Later(why)) = shown.cut_off(&so_far).await {
+                    return Err(Error::Suspended(why));
+                }
+                (close.deadline(next).await?, TurnRecord::default())
+            }
             Ok((result, conversation)) => {
                 self.count_llm(&result, &conversation, replayed);
                 match (result, stopped) {

@@ -27,8 +27,10 @@ pub enum PostError {
 /// thread; `notice` makes it an `m.notice`.
 pub async fn post(outbox: &Outbox, scope: &Scope, id: WriteId, text: &str, notice: bool) -> Result<(), PostError> {
     let thread = scope.thread.as_deref();
-    for (i, part) in split(text, MAX_PART_BYTES).into_iter().enumerate() {
-        let content = if notice { render::notice(part, thread) } else { render::text_in(part, scope.relation()) };
+    let render =
+        |part: &str| if notice { render::notice(part, thread) } else { render::text_in(part, scope.relation()) };
+    for (i, part) in split_fitting(text, &|p| render(p).is_ok()).into_iter().enumerate() {
+        let content = render(part);
         let content = content.map_err(|e| PostError::Failed(format!("the answer cannot be sent: {e}")))?;
         let write =
             Write { id: WriteId { turn: id.turn, seq: id.seq + i as i64 }, room: &scope.room, persona: &scope.persona };
@@ -63,6 +65,30 @@ pub fn split(text: &str, max: usize) -> Vec<&str> {
     parts
 }
 
+/// Parts shorter than this always fit an event, however they render.
+const ALWAYS_FITS: usize = 512;
+
+/// `text` cut as [`split`] cuts it at [`MAX_PART_BYTES`], each part cut again (in halves,
+/// at the same kind of boundary) until `fits` takes it: what a part's size in bytes cannot
+/// tell is how it renders (`<` is four bytes of HTML, an edit carries the text twice).
+pub fn split_fitting<'a>(text: &'a str, fits: &dyn Fn(&str) -> bool) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for part in split(text, MAX_PART_BYTES) {
+        refit(part, fits, &mut out);
+    }
+    out
+}
+
+fn refit<'a>(part: &'a str, fits: &dyn Fn(&str) -> bool, out: &mut Vec<&'a str>) {
+    if part.len() <= ALWAYS_FITS || fits(part) {
+        out.push(part);
+        return;
+    }
+    for piece in split(part, part.len() / 2) {
+        refit(piece, fits, out);
+    }
+}
+
 /// The notice for a spent budget: which one, its size, and when it refills.
 pub fn budget_spent(spent: Spent, limit: u64) -> String {
     let which = match spent.kind {
@@ -90,5 +116,15 @@ mod tests {
         let unbroken = "é".repeat(300);
         assert!(split(&unbroken, 101).iter().all(|p| p.len() <= 101));
         assert_eq!(split("short", 400), ["short"]);
+    }
+
+    #[test]
+    fn parts_are_cut_again_until_they_fit_as_they_render() {
+        let code = "a<b\n".repeat(3_000); // 12 KB, four times that as HTML
+        let parts = split_fitting(&code, &render::fits_as_edit);
+        assert!(parts.len() > 1, "{}", parts.len());
+        assert!(parts.iter().all(|p| render::fits_as_edit(p)));
+        assert_eq!(parts.join("\n"), code.trim(), "nothing lost");
+        assert_eq!(split_fitting("short", &|_| false), ["short"], "a short part is never cut");
     }
 }

@@ -188,3 +188,109 @@ async fn an_endpoint_that_refuses_streaming_is_remembered_and_answered_without_i
     assert_eq!(answers.len(), 2, "{answers:#?}");
     assert!(answers.iter().all(|m| m["content"]["body"] == "Plain, not streamed." && !live(m)));
 }
+
+/// What a message reads as in the end: the text of the last write to it (its last edit,
+/// or itself), whether that write is live, and the messages in the order they were posted.
+fn final_texts(posted: &[Value]) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, String, bool)> = Vec::new();
+    for m in posted {
+        if is_edit(m) {
+            let target = m["content"]["m.relates_to"]["event_id"].as_str().unwrap_or_default();
+            if let Some(slot) = out.iter_mut().find(|(id, _, _)| id == target) {
+                slot.1 = m["content"]["m.new_content"]["body"].as_str().unwrap_or_default().to_owned();
+                slot.2 = live(m);
+            }
+        } else {
+            let id = m["event_id"].as_str().unwrap_or_default().to_owned();
+            out.push((id, m["content"]["body"].as_str().unwrap_or_default().to_owned(), live(m)));
+        }
+    }
+    out.into_iter().map(|(_, text, live)| (text, live)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_streamed_answers_of_prose_and_of_angle_bracket_code_arrive_whole_and_none_is_left_live() {
+    let env = Env::start().await;
+    let dm = env.dm().await;
+    // 16 KB of prose, then 12 KB of `<`-heavy code: each nears or passes what one edit
+    // can carry (an edit holds the text twice; `<` is four bytes of HTML).
+    let prose = "The quick brown fox jumps over the lazy dog again and again. ".repeat(270);
+    let code = format!("```html\n{}```", "<td><b>a</b>&lt;</td>\n".repeat(560));
+    assert!(prose.len() >= 16_000 && code.len() >= 12_000);
+    for (i, answer) in [&prose, &code].into_iter().enumerate() {
+        let pieces: Vec<String> =
+            answer.as_bytes().chunks(800).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+        env.llm.script([Step::Pieces(pieces, Duration::from_millis(150))]);
+        env.alice.say(&dm, "a long one, please").await;
+        let turns = env.wait_turns(&dm, i + 1).await;
+        assert_eq!(turns[i].0, "answered", "{turns:?}");
+    }
+    let texts = final_texts(&env.alice.messages_from(&dm, BOT).await);
+    assert!(texts.iter().all(|(_, live)| !live), "no message is left live: {texts:?}");
+    let said: String = texts.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>().join("\n");
+    let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(words(&said), words(&format!("{prose}\n{code}")), "both answers, whole and in order");
+    assert!(texts.len() > 2, "each was cut into parts that fit an edit: {}", texts.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_refused_on_a_streamed_chat_request_is_told_as_misconfiguration() {
+    let env = Env::start().await;
+    // The models list answers; only chat requests are refused, streamed as they are asked.
+    env.llm.respond_with(|_| Step::Status(401));
+    let dm = env.dm().await;
+    env.alice.say(&dm, "hello?").await;
+    let turns = env.wait_turns(&dm, 1).await;
+    assert!(turns[0].0.starts_with("misconfigured: ") && turns[0].0.contains("refused the API key"), "{}", turns[0].0);
+    let said = env.alice.messages_from(&dm, BOT).await;
+    let body = said[0]["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("misconfigured") && !body.contains("try again in a little while"), "{body}");
+    assert_eq!(env.llm.requests()[0]["stream"], true, "the request streamed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_and_unfinished_streams_are_billed_and_an_unfinished_one_says_it_was_cut() {
+    let env = Env::start().await;
+    let dm = env.dm().await;
+    let text = "Some text that streams for a while. ".repeat(40);
+    let pieces: Vec<String> = text.as_bytes().chunks(360).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    env.llm.script([Step::Cut(pieces.clone(), Duration::from_millis(50))]);
+    env.alice.say(&dm, "go").await;
+    env.wait_turns(&dm, 1).await;
+    let store = env.store().await;
+    let alice = crate::support::user_id("@alice:localhost");
+    let after_cut = store.day_use(&alice, richbot::clock::now_ms()).await.expect("use").tokens;
+    assert!(after_cut >= (text.len() / 4) as u64, "a cut stream costs its prompt and what streamed: {after_cut}");
+
+    // A stream that closes without saying it finished is cut too, not posted as whole.
+    env.llm.script([Step::Unfinished(pieces, Duration::from_millis(50))]);
+    env.alice.say(&dm, "again").await;
+    let turns = env.wait_turns(&dm, 2).await;
+    assert!(turns[1].0.starts_with("llm_failed"), "{turns:?}");
+    let texts = final_texts(&env.alice.messages_from(&dm, BOT).await);
+    let (last, live) = texts.last().expect("an answer");
+    assert!(!live && last.contains("cut short"), "{last}");
+    let after = store.day_use(&alice, richbot::clock::now_ms()).await.expect("use").tokens;
+    assert!(after >= after_cut + (text.len() / 4) as u64, "billed as well: {after} after {after_cut}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_deadline_during_a_stream_finishes_the_live_message_with_the_text_so_far() {
+    let env = Env::start_with(crate::support::Options {
+        extra_toml: "[limits]\nturn_deadline_secs = 4\n".into(),
+        ..Default::default()
+    })
+    .await;
+    let pieces: Vec<String> = (0..60).map(|i| format!("Sentence {i}. ")).collect();
+    env.llm.script([Step::Pieces(pieces, Duration::from_millis(300))]);
+    let dm = env.dm().await;
+    env.alice.say(&dm, "a slow one").await;
+    let turns = env.wait_turns(&dm, 1).await;
+    assert_eq!(turns[0].0, "deadline");
+    let posted = env.alice.messages_from(&dm, BOT).await;
+    let texts = final_texts(&posted);
+    let (answer, live) = &texts[0];
+    assert!(!live, "not left live: {answer}");
+    assert!(answer.starts_with("Sentence 0. Sentence 1.") && answer.contains("cut short"), "{answer}");
+    assert_eq!(posted.last().expect("the notice")["content"]["msgtype"], "m.notice", "then the deadline notice");
+}

@@ -31,6 +31,9 @@ pub enum Step {
     Pieces(Vec<String>, Duration),
     /// Like `Pieces`, then the connection drops before the stream ends.
     Cut(Vec<String>, Duration),
+    /// Like `Pieces`, then the stream closes cleanly without saying it finished (no
+    /// `finish_reason`, no usage, no `[DONE]`).
+    Unfinished(Vec<String>, Duration),
     /// Some text, then tool calls, in one reply.
     Say(String, Vec<(String, String)>),
 }
@@ -211,17 +214,32 @@ fn chunk(delta: Value) -> String {
     format!("data: {c}\n\n")
 }
 
-/// A streamed answer: `events` each after `every`, then the usage and `[DONE]` unless `cut`.
+/// How a streamed answer ends.
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    /// A last chunk with this `finish_reason`, the usage, and `[DONE]`, as real APIs do.
+    Finished(&'static str),
+    /// The connection drops.
+    Dropped,
+    /// The body just ends.
+    Closed,
+}
+
+/// A streamed answer: `events` each after `every`, then as `end` says.
 fn sse(
     events: Vec<String>,
     every: Duration,
     usage: (u64, u64),
-    cut: bool,
+    end: End,
     first: Option<&Arc<Mutex<Vec<i64>>>>,
 ) -> Response {
     let first = first.cloned();
+    let cut = end == End::Dropped;
     let mut tail = Vec::new();
-    if !cut {
+    if let End::Finished(reason) = end {
+        let f = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]});
+        tail.push(format!("data: {f}\n\n"));
         let u = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
             "choices": [], "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}});
         tail.push(format!("data: {u}\n\n"));
@@ -277,7 +295,7 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
             }
             Step::Text(t) if streaming => {
                 let pieces = [chunk(json!({"role": "assistant", "content": ""})), chunk(json!({"content": t}))];
-                return sse(pieces.to_vec(), Duration::ZERO, usage, false, None);
+                return sse(pieces.to_vec(), Duration::ZERO, usage, End::Finished("stop"), None);
             }
             Step::Text(t) => {
                 return Json(completion(json!({"role": "assistant", "content": t}), "stop", usage)).into_response();
@@ -287,7 +305,7 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
                 for (i, (name, args)) in calls.iter().enumerate() {
                     events.push(chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": args}}]})));
                 }
-                return sse(events, Duration::from_millis(300), usage, false, Some(first));
+                return sse(events, Duration::from_millis(300), usage, End::Finished("tool_calls"), Some(first));
             }
             Step::Say(said, calls) => {
                 let calls: Vec<Value> = calls
@@ -298,14 +316,18 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
                 let message = json!({"role": "assistant", "content": said, "tool_calls": calls});
                 return Json(completion(message, "tool_calls", usage)).into_response();
             }
-            Step::Pieces(pieces, every) | Step::Cut(pieces, every) if !streaming => {
+            Step::Pieces(pieces, every) | Step::Cut(pieces, every) | Step::Unfinished(pieces, every) if !streaming => {
                 let _ = every;
                 step = Step::Text(pieces.concat());
             }
-            Step::Pieces(ref pieces, every) | Step::Cut(ref pieces, every) => {
-                let cut = matches!(step, Step::Cut(..));
+            Step::Pieces(ref pieces, every) | Step::Cut(ref pieces, every) | Step::Unfinished(ref pieces, every) => {
+                let end = match step {
+                    Step::Cut(..) => End::Dropped,
+                    Step::Unfinished(..) => End::Closed,
+                    _ => End::Finished("stop"),
+                };
                 let chunks = pieces.iter().map(|p| chunk(json!({"content": p}))).collect();
-                return sse(chunks, every, usage, cut, Some(first));
+                return sse(chunks, every, usage, end, Some(first));
             }
             Step::Calls(calls) if streaming => {
                 let events = calls
@@ -323,7 +345,7 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
                         ]
                     })
                     .collect();
-                return sse(events, Duration::ZERO, usage, false, None);
+                return sse(events, Duration::ZERO, usage, End::Finished("tool_calls"), None);
             }
             Step::Calls(calls) => {
                 let calls: Vec<Value> = calls
