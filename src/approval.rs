@@ -6,7 +6,10 @@
 //! the inbox door ([`Approvals::at_door`]), before its transaction is answered, and wakes
 //! the waiting turn; every reaction to an approval notice (anyone's, any key) is settled
 //! there, so none of them starts a turn of its own. No answer by the deadline is a
-//! timeout, which counts as a refusal. The first decision stands.
+//! timeout, which counts as a refusal. The first decision stands, and a reaction sent
+//! after the deadline never decides. A decision holds for exactly what the notice showed
+//! (its hash is stored with it) and for one run of the call: the turn spends it when the
+//! call starts, so a run cut off by a crash is asked for again, never repeated on it.
 //!
 //! Everything is in the store: a restart finds the waiting approval through the resumed
 //! turn (same call, same approval, same deadline), a reaction that arrived while richbot
@@ -118,7 +121,8 @@ impl Approvals {
                 continue;
             }
             let Some(decision) = decision_of_key(key) else { continue };
-            if self.store.decide_approval(a.id, decision.as_str(), Some(&event.event_id)).await? {
+            // A reaction sent after the deadline decides nothing, however soon it arrives.
+            if self.store.decide_approval(a.id, decision.as_str(), Some(&event.event_id), event.origin_ts).await? {
                 tracing::info!(approval = a.id, tool = %a.tool, decision = decision.as_str(), "the asker decided");
                 self.wake(a.id);
             }
@@ -146,7 +150,7 @@ impl Approvals {
             }
             let left = approval.expires_at.saturating_sub(now_ms());
             if left <= 0 || now.is_none() {
-                self.store.decide_approval(id, Decision::Timeout.as_str(), None).await?;
+                self.store.decide_approval(id, Decision::Timeout.as_str(), None, i64::MIN).await?;
                 continue;
             }
             let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));

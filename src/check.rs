@@ -143,12 +143,16 @@ async fn ping(settings: &Settings, parts: &Parts) -> Result<String, String> {
 
 /// Each MCP server: reached, and how many tools it offers (or which names it cannot).
 async fn mcp(settings: &Settings) -> Vec<Line> {
-    let servers = crate::mcp::Mcp::launch(&settings.config.mcp, &crate::tools::registry::RESERVED).await;
+    let bounds = crate::parts::mcp_bounds(settings);
+    let servers = crate::mcp::Mcp::launch(&settings.config.mcp, &crate::tools::registry::RESERVED, bounds).await;
+    let dropped = servers.dropped();
     let lines = servers
         .report()
         .into_iter()
         .map(|(name, state)| {
+            let not_offered = dropped.iter().find(|(n, _)| *n == name).map(|(_, d)| d.len()).unwrap_or(0);
             let detail = match state {
+                Ok(n) if not_offered > 0 => Ok(format!("{n} tools ({not_offered} not offered: see the log)")),
                 Ok(n) => Ok(format!("{n} tools")),
                 Err(crate::mcp::Report::Down(why)) => Err(why),
                 Err(crate::mcp::Report::Refused(problems)) => Err(problems.join("; ")),

@@ -87,6 +87,7 @@ pub mod matrix;
 pub mod store;
 pub mod relation;
 pub mod strings;
+pub mod mask;
 pub mod files;
 pub mod clock;
 
@@ -129,12 +130,13 @@ pub async fn run(
         server_name = %settings.config.homeserver.server_name,
         personas = %personas.all().iter().map(|p| p.user_id.as_str()).collect::<Vec<_>>().join(", "),
         database = %store::shown_url(&settings.config.database.url),
-        lease_holder = leases.as_ref().map_or("", |l| l.holder()),
+        lease_holder = leases.as_ref().map(|l| l.holder()),
         model = %settings.config.llm.model,
         "richbot starting"
     );
     // MCP servers first: a tool name that cannot be offered stops the start, naming it.
-    let mcp = mcp::Mcp::start(&settings.config.mcp, &tools::registry::RESERVED).await?;
+    let mcp =
+        mcp::Mcp::start_with(&settings.config.mcp, &tools::registry::RESERVED, parts::mcp_bounds(&settings)).await?;
     let toolbox = tools::Toolbox::new(mcp.clone(), settings.mcp_access.clone());
     let approvals = approval::Approvals::new(store.clone());
     let approvals = if shared { approvals.sharing() } else { approvals };

@@ -65,6 +65,11 @@ impl Parts {
     }
 }
 
+/// How much of each MCP server's listing is offered (`limits.mcp_tools_per_server`).
+pub fn mcp_bounds(settings: &Settings) -> crate::mcp::Bounds {
+    crate::mcp::Bounds { tools: settings.config.limits.mcp_tools_per_server, ..crate::mcp::Bounds::default() }
+}
+
 /// The chat clients of the personas whose endpoint is not `[llm]`'s (a model, URL, key or
 /// token limit of their own), one per distinct endpoint, all counted against `default`'s
 /// limit of calls in flight.

@@ -26,6 +26,8 @@ pub struct Limits {
     pub turn_deadline_secs: u64,
     /// Users exempt from per-user limits: ids or patterns with `*`.
     pub exempt: Vec<String>,
+    /// Tools offered per MCP server at most (the rest are not, and named in the log).
+    pub mcp_tools_per_server: usize,
 }
 
 impl Default for Limits {
@@ -41,6 +43,7 @@ impl Default for Limits {
             writes_per_turn: 20,
             turn_deadline_secs: 300,
             exempt: Vec::new(),
+            mcp_tools_per_server: 64,
         }
     }
 }

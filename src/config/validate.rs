@@ -142,8 +142,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     cross::access(&config, &config.access.allow, &mut problems);
     let allow = mcp::patterns("access.allow", &patterns, &mut problems);
     let exempt = mcp::patterns("limits.exempt", &config.limits.exempt, &mut problems);
-    let mcp_access = mcp::validate(&config.mcp, &personas, &mut problems);
     let mut found = endpoints::Found { problems: &mut problems, warnings: &mut warnings, base };
+    let mcp_access = mcp::validate(&mut config.mcp, &personas, &mut found);
     let endpoints = endpoints::resolve(&config.llm, api_key.as_ref(), &personas, &mut found);
     let l = &config.limits;
     for (key, value) in [
@@ -152,6 +152,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         ("tool_calls_per_round", u64::from(l.tool_calls_per_round)),
         ("writes_per_turn", u64::from(l.writes_per_turn)),
         ("turn_deadline_secs", l.turn_deadline_secs),
+        ("mcp_tools_per_server", l.mcp_tools_per_server as u64),
     ] {
         if value == 0 {
             problems.push(format!("limits.{key}: must be at least 1"));

@@ -14,8 +14,10 @@
 
 mod config;
 mod content;
+mod listing;
 mod names;
 mod server;
+mod stderr;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +28,7 @@ use serde_json::Value;
 
 pub use config::McpServer;
 pub use content::MAX_RESULT;
+pub use listing::Bounds;
 pub use names::{MAX_NAME, exposed};
 pub use server::Listed;
 
@@ -67,7 +70,12 @@ impl Mcp {
     /// answers); a tool name that cannot be offered (too long, not valid, or clashing with
     /// `reserved` or another tool) is, with one line per name.
     pub async fn start(configs: &[McpServer], reserved: &[&str]) -> Result<Self, StartError> {
-        let mcp = Self::launch(configs, reserved).await;
+        Self::start_with(configs, reserved, Bounds::default()).await
+    }
+
+    /// [`Mcp::start`] within `bounds` (`[limits]`).
+    pub async fn start_with(configs: &[McpServer], reserved: &[&str], bounds: Bounds) -> Result<Self, StartError> {
+        let mcp = Self::launch(configs, reserved, bounds).await;
         let mut problems = Vec::new();
         for (name, state) in mcp.report() {
             match state {
@@ -91,12 +99,13 @@ impl Mcp {
 
     /// Starts a supervisor per server and waits for each one's first attempt, in order
     /// (so that a clash is always found by the later server's listing).
-    pub async fn launch(configs: &[McpServer], reserved: &[&str]) -> Self {
+    pub async fn launch(configs: &[McpServer], reserved: &[&str], bounds: Bounds) -> Self {
         let servers: Vec<Arc<server::Server>> =
             configs.iter().map(|c| Arc::new(server::Server::new(c.clone()))).collect();
         let peers = Arc::new(server::Peers {
             reserved: reserved.iter().map(|s| (*s).to_owned()).collect(),
             servers: servers.clone(),
+            bounds,
         });
         let mut tasks = Vec::new();
         for i in 0..servers.len() {
@@ -105,6 +114,11 @@ impl Mcp {
             let _ = rx.await;
         }
         Self { servers: Arc::new(servers), tasks: Arc::new(tasks) }
+    }
+
+    /// Each server's tools that are not offered for the bounds, one line each.
+    pub fn dropped(&self) -> Vec<(&str, Vec<String>)> {
+        self.servers.iter().map(|s| (s.config.name.as_str(), s.dropped())).filter(|(_, d)| !d.is_empty()).collect()
     }
 
     /// Each server's name, and how many tools it offers or why it offers none / not all.
@@ -133,7 +147,13 @@ impl Mcp {
         let Some(s) = self.servers.get(server) else {
             return Err(CallError::Unavailable("no such MCP server".to_owned()));
         };
-        let (peer, connection) = s.peer().map_err(CallError::Unavailable)?;
+        let name = &s.config.name;
+        // The model is told that the server is unavailable; why (which may quote its
+        // URL or its error pages) is for the log.
+        let (peer, connection) = s.peer().map_err(|why| {
+            tracing::warn!(server = %name, why, "a tool call found its MCP server unavailable");
+            CallError::Unavailable(format!("MCP server {name} is unavailable right now"))
+        })?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = match arguments {
             Value::Object(map) => Some(map),
@@ -141,7 +161,6 @@ impl Mcp {
             _ => return Err(CallError::Failed("the arguments must be a JSON object".to_owned())),
         };
         let timeout = Duration::from_secs(s.config.timeout_secs);
-        let name = &s.config.name;
         match tokio::time::timeout(timeout, peer.call_tool(params)).await {
             Err(_) => {
                 Err(CallError::Unavailable(format!("MCP server {name} did not answer within {} s", timeout.as_secs())))
@@ -152,11 +171,13 @@ impl Mcp {
             }
             Ok(Err(ServiceError::McpError(e))) => Err(CallError::Failed(content::cut(&e.message))),
             Ok(Err(e)) => {
-                let why = format!("MCP server {name}: {e}");
+                let why = crate::mask::urls_in(&format!("MCP server {name}: {e}"));
                 if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
                     s.broken(connection, &why);
+                } else {
+                    tracing::warn!(server = %name, why, "an MCP tool call failed in transport");
                 }
-                Err(CallError::Unavailable(why))
+                Err(CallError::Unavailable(format!("MCP server {name} is unavailable: the call broke off")))
             }
         }
     }

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, Peer, QuitReason, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use super::{McpServer, names};
+use super::McpServer;
 
 /// A tool as the server listed it.
 #[derive(Debug, Clone)]
@@ -29,17 +29,27 @@ pub struct Listed {
     pub tool: String,
     pub description: String,
     pub schema: Value,
+    /// First listed after start: gated whatever the config says.
+    pub late: bool,
 }
+
+/// Connecting and listing may take this long at least, whatever the calls' timeout: a
+/// server's start is not a call, and on a loaded machine it is slow.
+pub(super) const MIN_CONNECT: Duration = Duration::from_secs(30);
 
 /// What is known of a server now.
 #[derive(Debug, Default)]
-struct State {
-    peer: Option<Peer<RoleClient>>,
-    tools: Vec<Listed>,
+pub(super) struct State {
+    pub peer: Option<Peer<RoleClient>>,
+    pub tools: Vec<Listed>,
     /// Why the server is down, when it is.
-    down: Option<String>,
-    /// The last listing's refused names (see `names`).
-    problems: Vec<String>,
+    pub down: Option<String>,
+    /// The last listing's problems: refused names, config entries that name no tool.
+    pub problems: Vec<String>,
+    /// The last listing's tools that are not offered for its bounds (one line each).
+    pub dropped: Vec<String>,
+    /// The tools the listing at start offered; `None` if the server was down then.
+    pub vouched: Option<std::collections::HashSet<String>>,
 }
 
 /// One configured server and its live state.
@@ -70,7 +80,7 @@ impl Server {
         self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn update(&self, f: impl FnOnce(&mut State)) {
+    pub(super) fn update(&self, f: impl FnOnce(&mut State)) {
         f(&mut self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner));
     }
 
@@ -80,6 +90,10 @@ impl Server {
 
     pub fn problems(&self) -> Vec<String> {
         self.state().problems.clone()
+    }
+
+    pub fn dropped(&self) -> Vec<String> {
+        self.state().dropped.clone()
     }
 
     /// The connection to call through (and its number), or why there is none.
@@ -121,6 +135,7 @@ impl ClientHandler for Handler {
 pub struct Peers {
     pub reserved: Vec<String>,
     pub servers: Vec<Arc<Server>>,
+    pub bounds: super::Bounds,
 }
 
 /// Keeps server `i` connected until the task is aborted; `first` hears when the first
@@ -136,7 +151,7 @@ pub async fn supervise(all: Arc<Peers>, i: usize, mut first: Option<oneshot::Sen
             Ok(service) => {
                 let connection = server.connection.fetch_add(1, Ordering::AcqRel) + 1;
                 let peer = service.peer().clone();
-                list(&all, i, &peer).await;
+                super::listing::list(&all, i, &peer, first.is_some()).await;
                 if let Some(tx) = first.take() {
                     let _ = tx.send(());
                 }
@@ -150,7 +165,7 @@ pub async fn supervise(all: Arc<Peers>, i: usize, mut first: Option<oneshot::Sen
                             Ok(QuitReason::JoinError(e)) | Err(e) => format!("the connection failed: {e}"),
                             Ok(_) => "the connection ended".to_owned(),
                         },
-                        Some(()) = relisted.recv() => list(&all, i, &peer).await,
+                        Some(()) = relisted.recv() => super::listing::list(&all, i, &peer, false).await,
                         () = server.reconnect.notified() => {
                             if server.broken.load(Ordering::Acquire) == connection {
                                 break "a call found the connection broken".to_owned();
@@ -161,6 +176,7 @@ pub async fn supervise(all: Arc<Peers>, i: usize, mut first: Option<oneshot::Sen
             }
             Err(why) => why,
         };
+        let why = crate::mask::urls_in(&why);
         server.update(|s| {
             s.peer = None;
             s.down = Some(format!("MCP server {name} is down: {why}"));
@@ -177,51 +193,9 @@ pub async fn supervise(all: Arc<Peers>, i: usize, mut first: Option<oneshot::Sen
     }
 }
 
-/// Lists server `i`'s tools and offers those whose names pass (`names::admit`).
-async fn list(all: &Peers, i: usize, peer: &Peer<RoleClient>) {
-    let server = &all.servers[i];
-    let name = server.config.name.as_str();
-    let timeout = Duration::from_secs(server.config.timeout_secs);
-    let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-        Ok(Ok(tools)) => tools,
-        Ok(Err(e)) => {
-            return server.update(|s| s.down = Some(format!("MCP server {name}: listing its tools failed: {e}")));
-        }
-        Err(_) => {
-            return server.update(|s| s.down = Some(format!("MCP server {name}: tools/list took over {timeout:?}")));
-        }
-    };
-    let mut taken: Vec<(String, String)> = all.reserved.iter().map(|n| (n.clone(), "richbot".to_owned())).collect();
-    for other in all.servers.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, s)| s) {
-        for t in other.tools() {
-            taken.push((names::exposed(&other.config.name, &t.tool), format!("MCP server {}", other.config.name)));
-        }
-    }
-    let (ok, problems) = names::admit(name, tools.iter().map(|t| t.name.as_ref()), &mut taken);
-    for p in &problems {
-        tracing::error!(server = name, "{p}; the tool is not offered");
-    }
-    let listed: Vec<Listed> = tools
-        .iter()
-        .filter(|t| ok.contains(&t.name.as_ref()))
-        .map(|t| Listed {
-            tool: t.name.to_string(),
-            description: t.description.as_deref().unwrap_or_default().to_owned(),
-            schema: Value::Object((*t.input_schema).clone()),
-        })
-        .collect();
-    tracing::info!(server = name, tools = listed.len(), "MCP tools listed");
-    server.update(|s| {
-        s.peer = Some(peer.clone());
-        s.down = None;
-        s.tools = listed;
-        s.problems = problems;
-    });
-}
-
 /// Opens a connection and runs MCP's `initialize`, within the server's timeout.
 async fn connect(config: &McpServer, handler: Handler) -> Result<RunningService<RoleClient, Handler>, String> {
-    let timeout = Duration::from_secs(config.timeout_secs);
+    let timeout = Duration::from_secs(config.timeout_secs).max(MIN_CONNECT);
     let connecting = async {
         match (&config.command, &config.url) {
             (Some(command), _) => {
@@ -238,13 +212,23 @@ async fn connect(config: &McpServer, handler: Handler) -> Result<RunningService<
                     .spawn()
                     .map_err(|e| format!("cannot start {command}: {e}"))?;
                 if let Some(stderr) = stderr {
-                    tokio::spawn(forward(config.name.clone(), stderr));
+                    tokio::spawn(super::stderr::forward(config.name.clone(), stderr));
                 }
                 handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
             }
             (None, Some(url)) => {
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                handler.serve(transport).await.map_err(|e| format!("initialize failed at {url}: {e}"))
+                let headers = config
+                    .headers
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        Some((http::HeaderName::from_bytes(k.as_bytes()).ok()?, http::HeaderValue::from_str(v).ok()?))
+                    })
+                    .collect();
+                let transport = StreamableHttpClientTransport::from_config(
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers),
+                );
+                let shown = crate::mask::url(url);
+                handler.serve(transport).await.map_err(|e| format!("initialize failed at {shown}: {e}"))
             }
             (None, None) => Err("neither command nor url is set".to_owned()),
         }
@@ -252,12 +236,4 @@ async fn connect(config: &McpServer, handler: Handler) -> Result<RunningService<
     tokio::time::timeout(timeout, connecting)
         .await
         .map_err(|_| format!("no answer to initialize within {} s", timeout.as_secs()))?
-}
-
-/// The server's stderr, line by line, into richbot's log.
-async fn forward(server: String, stderr: tokio::process::ChildStderr) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(server = %server, "{line}");
-    }
 }

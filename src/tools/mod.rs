@@ -122,6 +122,9 @@ pub enum ToolErrorCode {
     ToolUnavailable,
     /// The person asking did not allow the call (they said no, or did not answer in time).
     NotApproved,
+    /// The call was cut off while it ran (richbot stopped): it may or may not have acted,
+    /// and it is not made again unasked.
+    OutcomeUnknown,
 }
 
 impl std::fmt::Display for ToolErrorCode {

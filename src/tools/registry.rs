@@ -119,7 +119,7 @@ impl Toolbox {
                 continue;
             }
             for t in listed {
-                let needs_approval = config.approval.contains(&t.tool);
+                let needs_approval = config.gates(&t.tool) || t.late;
                 let mut description = if needs_approval {
                     format!("(Runs only after the person asking allows it.) {}", t.description)
                 } else {

@@ -5,8 +5,11 @@
 //! `tool_failed` (the tool said so), `tool_unavailable` (its server is down or slow) or
 //! `not_approved`.
 //!
-//! A crash between the call and its record is the one gap: that call runs again when the
-//! turn resumes.
+//! At most once: the call is recorded as started before it is made, and an approved
+//! call spends its approval then. A call found started with no result was cut off (a
+//! crash, a kill) and may or may not have acted: a gated one is asked for again (a new
+//! notice; the old decision is spent), an ungated one goes back to the model as
+//! `outcome_unknown`, never made again unasked.
 
 use serde_json::Value;
 
@@ -36,17 +39,39 @@ impl Runner<'_> {
                 "arguments must be one JSON object",
             )));
         }
+        let store_stop = |e: crate::store::Error| Stop::Suspend(format!("store: {e}"));
+        let started = self.store.tool_started(self.turn, nth).await.map_err(store_stop)?;
+        if started && !tool.needs_approval {
+            tracing::warn!(turn = self.turn, tool = %tool.spec.name, "a tool call was cut off while it ran; its outcome is unknown");
+            let unknown = ToolError::new(
+                ToolErrorCode::OutcomeUnknown,
+                format!(
+                    "{} was cut off while it ran (richbot restarted): it may or may not have taken effect. \
+                     Check before calling it again, or tell the person",
+                    tool.spec.name
+                ),
+            );
+            return self.record(nth, Err(unknown)).await;
+        }
         let call = self.kit.mcp.call(server, name, args.clone());
         let result = if tool.needs_approval {
             let asked = approve::ask(self, tool, args, nth).await?;
-            if asked.decision != Decision::Allow {
+            let spent = match asked.approval {
+                Some(id) if asked.decision == Decision::Allow => {
+                    self.store.use_approval(id, crate::clock::now_ms()).await.map_err(store_stop)?
+                }
+                _ => false,
+            };
+            if !spent {
                 approve::close(self, &asked, nth).await;
                 let refused = ToolError::new(ToolErrorCode::NotApproved, asked.refusal());
                 return self.record(nth, Err(refused)).await;
             }
+            self.store.start_tool(self.turn, nth, crate::clock::now_ms()).await.map_err(store_stop)?;
             let (result, ()) = tokio::join!(call, approve::close(self, &asked, nth));
             result
         } else {
+            self.store.start_tool(self.turn, nth, crate::clock::now_ms()).await.map_err(store_stop)?;
             call.await
         };
         let content = match result {

@@ -32,6 +32,7 @@ mod outcome;
 mod record;
 mod runner;
 mod scope;
+mod shown;
 mod targets;
 
 use std::collections::HashMap;

@@ -208,7 +208,7 @@ async fn a_restart_while_waiting_for_approval_resumes_the_wait() {
     // Decided while richbot is down: the homeserver delivers it after the restart.
     react(&env.alice, &room, &notice, "✅").await;
     let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
-    let msgs = eventually("the answer", Duration::from_secs(40), || async {
+    let msgs = eventually("the answer", Duration::from_secs(90), || async {
         let m = env.alice.messages_from(&room, BOT).await;
         m.iter().any(|m| m["content"]["body"] == "Deleted after the restart.").then_some(m)
     })
@@ -320,5 +320,168 @@ async fn serve_refuses_names_it_cannot_offer_and_check_reports_each_server() {
         "{stdout}"
     );
     assert!(!out.status.success(), "a failing line fails the check");
+
+    // An approval entry that names no tool (here, differently cased) fails both.
+    let typo = env.dir.path().join("typo.toml");
+    std::fs::write(&typo, format!("{base}{}", stdio_toml("files", &log, &[], "approval = [\"Delete\"]")))
+        .expect("write");
+    for command in ["serve", "check"] {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+            .args([command, "--config", typo.to_str().expect("utf8")])
+            .output()
+            .await
+            .expect(command);
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "{command} must fail: {said}");
+        assert!(said.contains("approval names \"Delete\""), "{command} names the entry: {said}");
+    }
+    env.start_bot_again().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_notices_show_every_key_escape_hidden_text_and_refuse_what_cannot_be_shown() {
+    let (env, _logs, log) = env_with("approval = [\"delete\"]", "").await;
+    let many: serde_json::Map<String, Value> = (0..100).map(|i| (format!("k{i}"), json!(i))).collect();
+    let padded = json!({"note": "x".repeat(720), "path": "/srv/share/payroll-2026.xlsx", "why": "tidy\u{202E}xslx"});
+    env.llm.script([
+        calls(&[("t__delete", Value::Object(many))]),
+        calls(&[("t__delete", padded)]),
+        text("Left alone."),
+    ]);
+    let room = env.dm().await;
+    env.alice.say(&room, "tidy up").await;
+    let notice = wait_notice(&env, &room).await;
+    let asked = approval_notices(&env.alice, &room).await.remove(0);
+    let body = asked["content"]["body"].as_str().expect("body");
+    assert!(body.contains("keys: note, path, why"), "every key, first: {body}");
+    assert!(body.contains("path = \"/srv/share/payroll-2026.xlsx\""), "the padded note hides nothing: {body}");
+    assert!(body.contains("characters cut"), "the cut is said: {body}");
+    assert!(
+        body.contains("tidy\\u202Exslx") && !body.contains('\u{202E}'),
+        "the override is shown, not obeyed: {body}"
+    );
+    react(&env.alice, &room, &notice, "❌").await;
+    let msgs = env.wait_messages(&room, BOT, 2).await;
+    assert!(msgs.iter().any(|m| m["content"]["body"] == "Left alone."), "{msgs:#?}");
+    let too_long = results(&env.llm.requests()[1]);
+    assert_eq!(code(&too_long[0]), "invalid_arguments", "{too_long:?}");
+    assert!(too_long[0].contains("too long to show for approval"), "{too_long:?}");
+    assert_eq!(approval_notices(&env.alice, &room).await.len(), 1, "the call too long to show was never asked");
+    assert!(ran(&log, "delete").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_star_gates_every_tool_but_its_exceptions_and_a_tool_listed_after_start_is_gated() {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let log = logs.path().join("mcp.log");
+    let extra_toml = format!(
+        "{}{}",
+        stdio_toml("t", &log, &[], "approval = \"*\"\nno_approval = [\"echo\"]"),
+        stdio_toml("u", &log, &[], ""),
+    );
+    let env = Env::start_with(Options { extra_toml, ..Default::default() }).await;
+    env.llm.script([
+        calls(&[("t__echo", json!({"text": "hi"})), ("u__add_tool", json!({"name": "late"}))]),
+        calls(&[("t__delete", json!({"path": "/x"}))]),
+        text("Asked first."),
+    ]);
+    // Later turns call the new tool once it is offered.
+    env.llm.respond_with(|request| {
+        let last_is_user = request["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["role"] == "user");
+        if last_is_user && offered(request).iter().any(|t| t == "u__late") {
+            calls(&[("u__late", json!({"text": "sneaky"}))])
+        } else {
+            text("Not yet.")
+        }
+    });
+    let room = env.dm().await;
+    env.alice.say(&room, "go").await;
+    let notice = wait_notice(&env, &room).await;
+    let first = approval_notices(&env.alice, &room).await.remove(0);
+    assert!(first["content"]["body"].as_str().is_some_and(|b| b.contains("t__delete")), "{first}");
+    assert_eq!(ran(&log, "echo").len(), 1, "the exception ran unasked");
+    assert_eq!(ran(&log, "add_tool").len(), 1, "an ungated server's tool ran unasked");
+    react(&env.alice, &room, &notice, "❌").await;
+    env.wait_turns(&room, 1).await;
+    let late = eventually("the tool added after start asks first", Duration::from_secs(60), || async {
+        let notices = approval_notices(&env.alice, &room).await;
+        if let Some(n) = notices.iter().find(|n| n["content"]["body"].as_str().is_some_and(|b| b.contains("u__late"))) {
+            return Some(n.clone());
+        }
+        env.alice.say(&room, "and now?").await;
+        env.wait_turns(&room, env.wait_turns(&room, 1).await.len()).await;
+        None
+    })
+    .await;
+    assert!(late["content"]["body"].as_str().is_some_and(|b| b.contains("sneaky")), "{late}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cut_off_by_a_kill_is_asked_again_if_gated_and_told_as_unknown_if_not() {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let log = logs.path().join("mcp.log");
+    let extra_toml =
+        format!("{}{}", stdio_toml("t", &log, &[], "approval = [\"hold\"]"), stdio_toml("u", &log, &[], ""));
+    let mut env = Env::start_with(Options { extra_toml, ..Default::default() }).await;
+    let room = env.dm().await;
+    env.bot.stop().await;
+    let health = format!("http://{}/health", env.bot_addr);
+    let began = |tag: &'static str| {
+        let log = log.clone();
+        async move {
+            eventually(&format!("hold {tag} runs"), Duration::from_secs(60), || async {
+                log_lines(&log).iter().any(|l| l == &format!("began hold {tag}")).then_some(())
+            })
+            .await
+        }
+    };
+    let restart = |mut serve: tokio::process::Child| {
+        let (config, health) = (env.config_path.clone(), health.clone());
+        async move {
+            serve.start_kill().expect("SIGKILL");
+            let _ = serve.wait().await;
+            crate::support::serve_binary(&config, Stdio::inherit(), &health).await
+        }
+    };
+
+    // Approved, then killed while it runs: asked again on resume, never run on the old yes.
+    let serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    env.llm.script([calls(&[("t__hold", json!({"tag": "a", "ms": 120_000}))]), text("Not run again.")]);
+    env.alice.say(&room, "hold a").await;
+    let notice = wait_notice(&env, &room).await;
+    react(&env.alice, &room, &notice, "✅").await;
+    began("a").await;
+    let serve = restart(serve).await;
+    let again = eventually("asked again", Duration::from_secs(90), || async {
+        let n = approval_notices(&env.alice, &room).await;
+        (n.len() == 2).then(|| n[1]["event_id"].as_str().expect("id").to_owned())
+    })
+    .await;
+    react(&env.alice, &room, &again, "❌").await;
+    env.wait_messages(&room, BOT, 1).await;
+    let answered = eventually("the answer", Duration::from_secs(60), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Not run again.").then_some(())
+    });
+    answered.await;
+    let not_approved = results(env.llm.requests().last().expect("a request"));
+    assert_eq!(code(&not_approved[0]), "not_approved", "{not_approved:?}");
+    assert_eq!(log_lines(&log).iter().filter(|l| *l == "began hold a").count(), 1, "it began once");
+
+    // Ungated, killed while it runs: the model hears the outcome is unknown.
+    env.llm.script([calls(&[("u__hold", json!({"tag": "b", "ms": 120_000}))]), text("Unknown, then.")]);
+    env.alice.say(&room, "hold b").await;
+    began("b").await;
+    let mut serve = restart(serve).await;
+    eventually("the answer", Duration::from_secs(90), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Unknown, then.").then_some(())
+    })
+    .await;
+    let unknown = results(env.llm.requests().last().expect("a request"));
+    assert_eq!(code(&unknown[0]), "outcome_unknown", "{unknown:?}");
+    assert_eq!(log_lines(&log).iter().filter(|l| *l == "began hold b").count(), 1, "never made again");
+    serve.start_kill().expect("kill");
+    let _ = serve.wait().await;
     env.start_bot_again().await;
 }

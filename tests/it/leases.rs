@@ -179,6 +179,7 @@ async fn an_approval_decided_by_one_instance_releases_the_turn_waiting_on_anothe
         room_id: room,
         asker: alice,
         tool: "t__delete",
+        shown_hash: "h",
         now,
         expires_at: now + 60_000,
     };
@@ -195,7 +196,7 @@ async fn an_approval_decided_by_one_instance_releases_the_turn_waiting_on_anothe
     let mut events = [check];
     Approvals::new(b.clone()).at_door(&mut events).await.expect("decide");
     assert!(events[0].processed, "the reaction is settled where it arrived");
-    let decided = tokio::time::timeout(std::time::Duration::from_secs(3), wait).await;
+    let decided = tokio::time::timeout(std::time::Duration::from_secs(30), wait).await;
     let decision = decided.expect("the waiting turn saw the decision well before the deadline");
     assert_eq!(decision.expect("task").expect("wait"), Decision::Allow);
 }

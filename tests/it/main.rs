@@ -4,6 +4,7 @@
 
 mod support;
 
+mod approvals;
 mod blocks;
 mod cli;
 mod e2e_appservice;

@@ -143,7 +143,9 @@ fn mcp_config_mistakes_fail_validation_one_line_each_naming_the_key() {
          [[mcp]]\nname = \"files\"\nurl = \"ftp://example.org\"\n\
          [[mcp]]\nname = \"a__b\"\ncommand = \"x\"\nurl = \"http://example.org/mcp\"\ntimeout_secs = 0\n\
          [[mcp]]\nname = \"web\"\nurl = \"http://example.org/mcp\"\nargs = [\"--x\"]\nrooms = [\"!*\"]\n\
-         [[mcp]]\nname = \"none\"\n";
+         [[mcp]]\nname = \"none\"\n\
+         [[mcp]]\nname = \"hdr\"\ncommand = \"x\"\nno_approval = [\"a\"]\nheaders = { Authorization = \"Bearer t\" }\n\
+         [[mcp]]\nname = \"bad\"\nurl = \"http://x/mcp\"\nheaders = { Accept = \"x\", \"Bad Name\" = \"v\", X = \"line\\nbreak\" }\n";
     let path = dir.path().join("richbot.toml");
     let e = richbot::config::from_str(text, &path, dir.path(), std::iter::empty()).expect_err("invalid").to_string();
     for want in [
@@ -155,8 +157,70 @@ fn mcp_config_mistakes_fail_validation_one_line_each_naming_the_key() {
         "mcp[3]: args and env are for a command, not a url",
         "mcp[4]: set command (a stdio server) or url (a streamable-HTTP server)",
         "personas[0].tools: \"nope\" is not the name of an [[mcp]] server",
+        "mcp[5]: headers and headers_file are for a url, not a command",
+        "mcp[5].no_approval: only with approval = \"*\" (every tool but these)",
+        "mcp[6].headers: Accept is set by the MCP transport itself",
+        "mcp[6].headers: \"Bad Name\" is not a valid header name",
+        "mcp[6].headers: the value of X is not a valid header value",
     ] {
         assert!(e.lines().any(|l| l == want), "want {want:?} in:\n{e}");
     }
-    assert_eq!(e.lines().count(), 8, "one line per mistake:\n{e}");
+    assert_eq!(e.lines().count(), 13, "one line per mistake:\n{e}");
+    assert!(!e.contains("Bearer t") && !e.contains("line"), "header values are never quoted:\n{e}");
+}
+
+#[tokio::test]
+async fn listings_are_bounded_and_entries_that_name_no_tool_stop_the_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("mcp.log");
+    let extra: Vec<String> = (0..20).map(|i| format!("extra_{i}")).collect();
+    let args: Vec<&str> = extra.iter().flat_map(|e| ["--extra-tool", e.as_str()]).collect();
+    let bounds = richbot::mcp::Bounds { tools: 10, schema_bytes: 8 * 1024 };
+    let mcp = Mcp::start_with(&configs(&stdio_toml("t", &log, &args, "")), &RESERVED, bounds).await.expect("start");
+    assert_eq!(tools_of(&mcp, 0).len(), 10, "at most limits.mcp_tools_per_server");
+    let dropped = &mcp.dropped()[0].1;
+    assert!(dropped.len() > 10 && dropped.iter().all(|d| d.contains("limits.mcp_tools_per_server")), "{dropped:?}");
+    mcp.stop();
+    let tiny = richbot::mcp::Bounds { tools: 64, schema_bytes: 120 };
+    let mcp = Mcp::start_with(&configs(&stdio_toml("t", &log, &[], "")), &RESERVED, tiny).await.expect("start");
+    assert!(mcp.dropped()[0].1.iter().any(|d| d.contains("-byte input schema, over 120 bytes")), "{:?}", mcp.dropped());
+    mcp.stop();
+    let typo = stdio_toml("t", &log, &[], "approval = [\"Delete\"]\nconcurrent = [\"slow\", \"nope\"]");
+    let e = Mcp::start(&configs(&typo), &RESERVED).await.expect_err("entries that name no tool").to_string();
+    assert!(e.contains("approval names \"Delete\"") && e.contains("concurrent names \"nope\""), "{e}");
+    assert!(!e.contains("names \"slow\""), "{e}");
+}
+
+#[tokio::test]
+async fn an_http_server_gets_its_headers_and_secrets_in_its_url_stay_out_of_errors() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(8);
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let tx = tx.clone();
+        async move {
+            let auth = headers.get("authorization").and_then(|h| h.to_str().ok()).unwrap_or_default().to_owned();
+            let _ = tx.send(auth).await;
+            axum::http::StatusCode::SERVICE_UNAVAILABLE
+        }
+    });
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let toml = format!(
+        "[[mcp]]\nname = \"web\"\nurl = \"http://127.0.0.1:{port}/mcp?api_key=sk-secret-1\"\nheaders = {{ Authorization = \"Bearer tok-2\" }}\n"
+    );
+    let mcp = Mcp::start(&configs(&toml), &RESERVED).await.expect("a down server does not stop the start");
+    let auth = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await.expect("a request").expect("headers");
+    assert_eq!(auth, "Bearer tok-2");
+    let down = match &mcp.report()[..] {
+        [("web", Err(Report::Down(why)))] => why.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(!down.contains("sk-secret-1") && down.contains("api_key=***"), "{down}");
+    match mcp.call(0, "echo", json!({"text": "x"})).await {
+        Err(CallError::Unavailable(why)) => assert_eq!(why, "MCP server web is unavailable right now"),
+        other => panic!("{other:?}"),
+    }
+    assert!(!format!("{:?}", configs(&toml)).contains("tok-2"), "Debug leaves the header values out");
+    mcp.stop();
+    server.abort();
 }

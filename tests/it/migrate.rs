@@ -37,6 +37,7 @@ async fn fill(s: &Store) -> i64 {
         room_id: room,
         asker: alice,
         tool: "files__delete",
+        shown_hash: "h",
         now: NOW,
         expires_at: NOW + 120_000,
     };

@@ -9,6 +9,8 @@
 #[path = "../it/support/mod.rs"]
 mod support;
 
+#[path = "../it/approvals.rs"]
+mod approvals;
 #[path = "../it/e2e_appservice.rs"]
 mod e2e_appservice;
 #[path = "../it/e2e_commands.rs"]
