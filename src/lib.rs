@@ -227,7 +227,8 @@ pub async fn run(
         let _ = stop_tx.send(true);
         let _ = done.await;
     };
-    let served = axum::serve(listener, app).with_graceful_shutdown(graceful).await;
+    let cap = appservice::connection_cap(settings.config.appservice.max_connections);
+    let served = appservice::serve(listener, app, cap, graceful).await;
     scheduler.abort();
     registrar.abort();
     if let Some(m) = metrics_server {

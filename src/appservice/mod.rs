@@ -13,6 +13,9 @@ mod push_events;
 mod query_room_alias;
 mod query_user_id;
 mod send_ping;
+mod serve;
+
+pub use serve::{DEFAULT_MAX_CONNECTIONS, connection_cap, serve};
 
 use std::sync::Arc;
 
@@ -32,8 +35,10 @@ pub struct AppState {
     inbox: Inbox,
     personas: Personas,
     refusals: Arc<auth::OncePerMinute>,
-    /// Transactions being handled; one permit each.
+    /// Transactions being handled; one permit each, taken before the body is read.
     transactions: Arc<tokio::sync::Semaphore>,
+    /// Largest body read (413 `M_TOO_LARGE` above it).
+    max_body: usize,
 }
 
 impl AppState {
@@ -45,12 +50,14 @@ impl AppState {
     /// Like [`AppState::new`], handling at most `concurrent` transactions at once.
     pub fn with_limit(hs_token: &str, inbox: Inbox, personas: Personas, concurrent: usize) -> Self {
         let transactions = Arc::new(tokio::sync::Semaphore::new(concurrent.max(1)));
-        Self { hs_token: Arc::from(hs_token), inbox, personas, refusals: Arc::default(), transactions }
+        let max_body = usize::MAX;
+        Self { hs_token: Arc::from(hs_token), inbox, personas, refusals: Arc::default(), transactions, max_body }
     }
 }
 
 /// The appservice router. `max_body` bounds a request body (413 `M_TOO_LARGE` above it).
 pub fn router(state: AppState, max_body: usize) -> Router {
+    let state = AppState { max_body, ..state };
     let matrix = Router::new()
         .route("/_matrix/app/v1/transactions/{txn_id}", put(push_events::push_events))
         .route("/transactions/{txn_id}", put(push_events::push_events))

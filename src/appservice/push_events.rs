@@ -5,17 +5,23 @@
 //! or LLM call happens here, so the homeserver is never held up (a slow or failed answer
 //! puts it into exponential back-off). A storage failure answers 503 so it retries.
 //!
-//! The body is read as ruma's wire shape, `events: [Raw<AnyTimelineEvent>]`, borrowed:
-//! each event stays the JSON text it came as, in the request's own buffer (no value tree
-//! is built, nothing is copied or re-serialized before the store), and an odd event is the
-//! inbox's to count as malformed, not a reason to refuse the rest.
+//! The body is read only once the transaction has its permit (so at most
+//! `max_concurrent_transactions` bodies are in memory at once), within [`BODY_READ`] and
+//! `max_body_bytes`. It is parsed as ruma's wire shape, `events: [Raw<AnyTimelineEvent>]`,
+//! borrowed: each event stays the JSON text it came as, in the request's own buffer (no
+//! value tree is built, nothing is copied or re-serialized before the store), and the
+//! count is checked while parsing, so a body of millions of tiny events costs no more
+//! than [`MAX_EVENTS`] of them. An odd event is the inbox's to count as malformed, not a
+//! reason to refuse the rest.
+
+use std::time::Duration;
 
 use axum::Json;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body as HttpBody;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::json;
 use serde_json::value::RawValue;
 
@@ -26,28 +32,55 @@ use super::{ApiError, AppState};
 /// so they are not read.
 #[derive(Deserialize)]
 struct Body<'a> {
-    #[serde(borrow)]
-    events: Option<Vec<&'a RawValue>>,
+    #[serde(borrow, default)]
+    events: Option<Events<'a>>,
 }
+
+/// The events, at most [`MAX_EVENTS`] of them (more is an error while parsing).
+struct Events<'a>(Vec<&'a RawValue>);
 
 /// Most events in one transaction (Synapse sends at most 100).
 pub const MAX_EVENTS: usize = 10_000;
+/// The serde error message that means "over [`MAX_EVENTS`]".
+const TOO_MANY: &str = "richbot: too many events";
+/// A body must arrive within this once its request is taken.
+const BODY_READ: Duration = Duration::from_secs(30);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Events<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Bounded;
+        impl<'de> Visitor<'de> for Bounded {
+            type Value = Events<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of events")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut events = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(128));
+                while let Some(e) = seq.next_element::<&'de RawValue>()? {
+                    if events.len() == MAX_EVENTS {
+                        return Err(serde::de::Error::custom(TOO_MANY));
+                    }
+                    events.push(e);
+                }
+                Ok(Events(events))
+            }
+        }
+        d.deserialize_seq(Bounded)
+    }
+}
 /// Bodies larger than this are parsed on the blocking pool, off the async workers.
 const PARSE_INLINE_BYTES: usize = 256 * 1024;
 
-pub async fn push_events(
-    State(state): State<AppState>,
-    Path(txn_id): Path<String>,
-    body: Result<bytes::Bytes, BytesRejection>,
-) -> Response {
-    // Bounded concurrency: a token holder cannot make richbot parse and store without end.
+pub async fn push_events(State(state): State<AppState>, Path(txn_id): Path<String>, body: HttpBody) -> Response {
+    // Bounded concurrency: a token holder cannot make richbot read, parse and store
+    // without end; the body is not read before the permit.
     let Ok(_permit) = state.transactions.clone().try_acquire_owned() else {
         return ApiError::Busy.into_response();
     };
-    let bytes = match body {
-        Ok(bytes) => bytes,
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return ApiError::TooLarge.into_response(),
-        Err(_) => return ApiError::NotJson.into_response(),
+    let bytes = match tokio::time::timeout(BODY_READ, axum::body::to_bytes(body, state.max_body)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) if is_too_large(&e) => return ApiError::TooLarge.into_response(),
+        Ok(Err(_)) | Err(_) => return ApiError::NotJson.into_response(),
     };
     // A large body is parsed on the blocking pool (into owned events), a usual one in place.
     let owned: Vec<Box<RawValue>>;
@@ -66,9 +99,6 @@ pub async fn push_events(
             Err(e) => return e.into_response(),
         }
     };
-    if events.len() > MAX_EVENTS {
-        return ApiError::TooLarge.into_response();
-    }
     match state.inbox.accept(&txn_id, &events).await {
         Ok(_) => Json(json!({})).into_response(),
         Err(e) => {
@@ -78,15 +108,43 @@ pub async fn push_events(
     }
 }
 
+/// Whether reading a body failed for its size.
+fn is_too_large(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
 /// The events of a transaction body; JSON and shape errors become Matrix errors.
 fn read(bytes: &[u8]) -> Result<Vec<&RawValue>, ApiError> {
     match serde_json::from_slice::<Body<'_>>(bytes) {
-        Ok(Body { events: Some(events) }) => Ok(events),
+        Ok(Body { events: Some(Events(events)) }) => Ok(events),
         Ok(Body { events: None }) => Err(ApiError::BadJson("\"events\" is required")),
+        Err(e) if e.to_string().starts_with(TOO_MANY) => Err(ApiError::TooLarge),
         Err(e) if e.is_data() && bytes.trim_ascii_start().first() == Some(&b'{') => {
             Err(ApiError::BadJson("\"events\" must be an array"))
         }
         Err(e) if e.is_data() => Err(ApiError::BadJson("Request body must be a JSON object")),
         Err(_) => Err(ApiError::NotJson),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_of_more_events_than_the_cap_is_refused_while_parsing() {
+        let at_cap = format!("{{\"events\": [{}]}}", vec!["{}"; MAX_EVENTS].join(","));
+        assert_eq!(read(at_cap.as_bytes()).map(|e| e.len()).ok(), Some(MAX_EVENTS));
+        let over = format!("{{\"events\": [{}]}}", vec!["{}"; MAX_EVENTS + 1].join(","));
+        assert!(matches!(read(over.as_bytes()), Err(ApiError::TooLarge)));
+        assert!(matches!(read(b"{}"), Err(ApiError::BadJson(_))));
+        assert!(matches!(read(b"{\"events\": 3}"), Err(ApiError::BadJson(_))));
     }
 }

@@ -37,6 +37,9 @@ pub struct Appservice {
     /// Transactions handled at once; more get 503 with `Retry-After`.
     #[serde(default = "default_concurrent")]
     pub max_concurrent_transactions: usize,
+    /// Connections open at once (at most half the open-file limit); more are closed at once.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
     /// The homeserver reaches richbot through a load balancer or proxy at the
     /// registration's `url` (several instances), so `listen` need not be that address.
     #[serde(default)]
@@ -230,6 +233,9 @@ fn default_shutdown_grace() -> u64 {
 }
 fn default_lease() -> u64 {
     30
+}
+fn default_max_connections() -> usize {
+    crate::appservice::DEFAULT_MAX_CONNECTIONS
 }
 fn default_concurrent() -> usize {
     4

@@ -349,8 +349,30 @@ pub async fn serve_binary(
     stderr: std::process::Stdio,
     health: &str,
 ) -> tokio::process::Child {
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
-        .args(["serve", "--config", config.to_str().expect("utf8")])
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"));
+    command.args(["serve", "--config", config.to_str().expect("utf8")]);
+    serve_command(command, stderr, health).await
+}
+
+/// [`serve_binary`] with a soft open-file limit of `nofile` (as a default systemd unit has).
+pub async fn serve_binary_with_nofile(
+    config: &std::path::Path,
+    stderr: std::process::Stdio,
+    health: &str,
+    nofile: u32,
+) -> tokio::process::Child {
+    let mut command = tokio::process::Command::new("bash");
+    let script = format!("ulimit -Sn {nofile} && exec \"$0\" serve --config \"$1\"");
+    command.args(["-c", &script, env!("CARGO_BIN_EXE_richbot"), config.to_str().expect("utf8")]);
+    serve_command(command, stderr, health).await
+}
+
+async fn serve_command(
+    mut command: tokio::process::Command,
+    stderr: std::process::Stdio,
+    health: &str,
+) -> tokio::process::Child {
+    let child = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(stderr)

@@ -1,0 +1,255 @@
+//! Serving the edge: HTTP/1.1 connections accepted here rather than by `axum::serve`, so
+//! that no one can hold richbot's file descriptors for free, without the homeserver
+//! token: a request's head must arrive within [`HEADER_READ`], a kept-alive connection
+//! with no request in flight is closed after [`IDLE`], and at most `max_connections`
+//! are open at once. One over the cap is closed at once, never queued: a flood of idle
+//! or half-sent requests costs its sender sockets and richbot nothing lasting, and the
+//! descriptors richbot needs for the homeserver, the database and the model stay free.
+//!
+//! Lifecycle of a connection: accepted (a slot taken) -> requests served in turn, each
+//! head within its deadline -> closed by the client, by idleness, or gracefully at
+//! shutdown (the request in flight finishes first) -> its slot is free.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+
+/// A request's head (request line and headers) must arrive within this.
+pub const HEADER_READ: Duration = Duration::from_secs(10);
+/// A kept-alive connection with nothing in flight is closed after this.
+pub const IDLE: Duration = Duration::from_secs(60);
+/// Open connections at most unless configured (`appservice.max_connections`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// Serves `app` on `listener` until `shutdown`, then lets the requests in flight finish.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    max_connections: usize,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+    let (closing, closed) = watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let mut refused = Refusals::default();
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of descriptors (or a connection reset before it was taken): wait a
+                // moment rather than spin; the idle ones are being closed meanwhile.
+                Err(e) => {
+                    refused.accept_failed(&e);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            refused.over_cap(max_connections);
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let (app, closed) = (app.clone(), closed.clone());
+        connections.spawn(async move {
+            connection(stream, app, closed).await;
+            drop(slot);
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    let _ = closing.send(true);
+    while connections.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Says (at most once a minute) that connections were refused, and how many.
+#[derive(Default)]
+struct Refusals {
+    since: u64,
+    last: Option<Instant>,
+}
+
+impl Refusals {
+    fn due(&mut self) -> Option<u64> {
+        self.since += 1;
+        if self.last.is_some_and(|t| t.elapsed() < Duration::from_secs(60)) {
+            return None;
+        }
+        self.last = Some(Instant::now());
+        Some(std::mem::take(&mut self.since))
+    }
+
+    fn over_cap(&mut self, cap: usize) {
+        if let Some(n) = self.due() {
+            tracing::warn!(refused = n, cap, "connections over appservice.max_connections were closed at once");
+        }
+    }
+
+    fn accept_failed(&mut self, e: &std::io::Error) {
+        if let Some(n) = self.due() {
+            tracing::warn!(error = %e, failures = n, "could not accept connections (out of file descriptors?)");
+        }
+    }
+}
+
+/// When a connection last moved bytes (ms since it opened), and its requests in flight.
+#[derive(Default)]
+struct Activity {
+    last: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+async fn connection(stream: TcpStream, app: Router, mut closed: watch::Receiver<bool>) {
+    let opened = Instant::now();
+    let activity = Arc::new(Activity::default());
+    let io = TokioIo::new(Tracked { inner: stream, activity: activity.clone(), opened });
+    let service = Counted { inner: TowerToHyperService::new(app), activity: activity.clone() };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_READ).keep_alive(true);
+    let mut conn = pin!(builder.serve_connection(io, service));
+    let mut closing = false;
+    loop {
+        let last = Duration::from_millis(activity.last.load(Ordering::Relaxed));
+        let idle_until = tokio::time::Instant::from_std(opened + last + IDLE);
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            changed = closed.changed(), if !closing => {
+                closing = true;
+                if changed.is_ok() {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            () = tokio::time::sleep_until(idle_until) => {
+                let moved = Duration::from_millis(activity.last.load(Ordering::Relaxed)) > last;
+                if !moved && activity.in_flight.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The app's service, counting the connection's requests in flight.
+#[derive(Clone)]
+struct Counted<S> {
+    inner: S,
+    activity: Arc<Activity>,
+}
+
+impl<S> hyper::service::Service<hyper::Request<Incoming>> for Counted<S>
+where
+    S: hyper::service::Service<hyper::Request<Incoming>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
+        self.activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        let done = InFlight(self.activity.clone());
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            let r = answer.await;
+            drop(done);
+            r
+        })
+    }
+}
+
+/// Ends a request's count when its answer is ready (or it is dropped).
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A socket that notes when it last moved bytes.
+struct Tracked {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+    opened: Instant,
+}
+
+impl Tracked {
+    fn moved(&self) {
+        let ms = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.activity.last.store(ms, Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for Tracked {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.moved();
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Tracked {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = std::pin::Pin::new(&mut self.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.moved();
+        }
+        r
+    }
+
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The open-file limit this process has (its soft `RLIMIT_NOFILE`), from `/proc`.
+pub fn open_file_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// The connection cap to use: as configured, but at most half the open-file limit, so the
+/// other half is left for the homeserver, the database, the model and MCP servers.
+pub fn connection_cap(configured: usize) -> usize {
+    match open_file_limit() {
+        Some(limit) if configured > limit / 2 => {
+            tracing::warn!(
+                configured,
+                open_file_limit = limit,
+                "appservice.max_connections is over half the open-file limit; using half (raise LimitNOFILE)"
+            );
+            (limit / 2).max(1)
+        }
+        _ => configured,
+    }
+}
