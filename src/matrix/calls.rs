@@ -85,6 +85,24 @@ impl Client {
         Ok(answer.as_array().cloned().unwrap_or_default())
     }
 
+    /// `GET /_matrix/client/v3/rooms/{roomId}/state/{eventType}/{stateKey}` as `user`: the
+    /// content of one state event, `None` when the room has none.
+    pub async fn state_event(
+        &self,
+        room: &RoomId,
+        user: &UserId,
+        event_type: &str,
+        state_key: &str,
+    ) -> Result<Option<Value>, Error> {
+        let path =
+            format!("/_matrix/client/v3/rooms/{}/state/{}/{}", enc(room.as_str()), enc(event_type), enc(state_key));
+        match self.call(Method::GET, &path, Some(user), None).await {
+            Ok(content) => Ok(Some(content)),
+            Err(e) if e.errcode() == Some("M_NOT_FOUND") => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `PUT /_matrix/client/v3/rooms/{roomId}/typing/{userId}`.
     pub async fn typing(&self, room: &RoomId, user: &UserId, typing: bool, timeout_ms: u64) -> Result<(), Error> {
         let path = format!("/_matrix/client/v3/rooms/{}/typing/{}", enc(room.as_str()), enc(user.as_str()));

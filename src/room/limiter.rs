@@ -4,6 +4,12 @@
 //! asker) cools down for `cooldown`: the worker posts one notice saying so, and nothing
 //! that arrives meanwhile is answered, then or later.
 //!
+//! One member cannot silence a room: an asker may take at most half of a room's bucket
+//! (their share, refilled at half the rate), so one asker running dry cools only that
+//! asker, and the room cools down only when several askers (or bots in a loop) together
+//! drain it. Commands (`!help`, `!usage`, ...) call no model: they have a bucket of their
+//! own per asker, twice the turns', and take nothing from the room's.
+//!
 //! Kept in memory on purpose: it bounds bursts, which a restart does not help anyone
 //! make; the budgets that must survive restarts are in the store.
 
@@ -40,6 +46,20 @@ struct Bucket {
 }
 
 impl Bucket {
+    fn full(per_minute: u32, now: i64) -> Self {
+        Self { tokens: f64::from(per_minute), at: now }
+    }
+
+    /// Refills, then takes one token if there is one.
+    fn take(&mut self, per_minute: u32, now: i64) -> bool {
+        self.refill(per_minute, now);
+        let ok = self.tokens >= 1.0;
+        if ok {
+            self.tokens -= 1.0;
+        }
+        ok
+    }
+
     /// Refills at `per_minute` tokens a minute, up to `per_minute`.
     fn refill(&mut self, per_minute: u32, now: i64) {
         let cap = f64::from(per_minute);
@@ -49,10 +69,20 @@ impl Bucket {
     }
 }
 
+/// What is asked for: a turn of the model, or a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Turn,
+    Command,
+}
+
 #[derive(Debug, Default)]
 struct State {
     rooms: HashMap<OwnedRoomId, Bucket>,
     askers: HashMap<OwnedUserId, Bucket>,
+    /// Each asker's share of each room's bucket.
+    shares: HashMap<(OwnedRoomId, OwnedUserId), Bucket>,
+    commands: HashMap<OwnedUserId, Bucket>,
     cooling_rooms: HashMap<OwnedRoomId, i64>,
     cooling_askers: HashMap<OwnedUserId, i64>,
 }
@@ -81,8 +111,9 @@ impl Limiter {
         self.exempt.iter().any(|re| re.is_match(user.as_str()))
     }
 
-    /// Takes one turn from the room's and the asker's buckets at `now`, if both have one.
-    pub fn admit(&self, room: &RoomId, asker: &UserId, now: i64) -> Admit {
+    /// Takes one turn (or command) at `now` from the buckets it draws on, if they all
+    /// have one.
+    pub fn admit(&self, room: &RoomId, asker: &UserId, kind: Kind, now: i64) -> Admit {
         let mut guard = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let s = &mut *guard;
         let exempt = self.exempt(asker);
@@ -90,40 +121,74 @@ impl Limiter {
         if cooling(s.cooling_rooms.get(room)) || (!exempt && cooling(s.cooling_askers.get(asker))) {
             return Admit::Cooling;
         }
-        if s.rooms.len() + s.askers.len() > PRUNE_AT {
-            let (room_cap, asker_cap) = (f64::from(self.per_room), f64::from(self.per_asker));
-            s.rooms.retain(|_, b| {
-                b.refill(self.per_room, now);
-                b.tokens < room_cap
-            });
-            s.askers.retain(|_, b| {
-                b.refill(self.per_asker, now);
-                b.tokens < asker_cap
-            });
-            s.cooling_rooms.retain(|_, until| *until > now);
-            s.cooling_askers.retain(|_, until| *until > now);
+        if s.rooms.len() + s.askers.len() + s.shares.len() + s.commands.len() > PRUNE_AT {
+            self.prune(s, now);
         }
-        let full = |n: u32| Bucket { tokens: f64::from(n), at: now };
-        let room_bucket = s.rooms.entry(room.to_owned()).or_insert_with(|| full(self.per_room));
-        room_bucket.refill(self.per_room, now);
         let until = now.saturating_add(self.cooldown_ms);
-        if room_bucket.tokens < 1.0 {
+        let share = self.share();
+        if kind == Kind::Command {
+            if exempt {
+                return Admit::Go;
+            }
+            let commands = self.commands();
+            let bucket = s.commands.entry(asker.to_owned()).or_insert_with(|| Bucket::full(commands, now));
+            return match bucket.take(commands, now) {
+                true => Admit::Go,
+                false => {
+                    s.cooling_askers.insert(asker.to_owned(), until);
+                    Admit::Tripped { who: Who::Asker, until }
+                }
+            };
+        }
+        if !exempt {
+            let key = (room.to_owned(), asker.to_owned());
+            let own = s.askers.entry(asker.to_owned()).or_insert_with(|| Bucket::full(self.per_asker, now));
+            own.refill(self.per_asker, now);
+            let part = s.shares.entry(key).or_insert_with(|| Bucket::full(share, now));
+            part.refill(share, now);
+            if own.tokens < 1.0 || part.tokens < 1.0 {
+                s.cooling_askers.insert(asker.to_owned(), until);
+                return Admit::Tripped { who: Who::Asker, until };
+            }
+        }
+        let room_bucket = s.rooms.entry(room.to_owned()).or_insert_with(|| Bucket::full(self.per_room, now));
+        if !room_bucket.take(self.per_room, now) {
             s.cooling_rooms.insert(room.to_owned(), until);
             return Admit::Tripped { who: Who::Room, until };
         }
         if !exempt {
-            let asker_bucket = s.askers.entry(asker.to_owned()).or_insert_with(|| full(self.per_asker));
-            asker_bucket.refill(self.per_asker, now);
-            if asker_bucket.tokens < 1.0 {
-                s.cooling_askers.insert(asker.to_owned(), until);
-                return Admit::Tripped { who: Who::Asker, until };
+            for b in
+                [s.askers.get_mut(asker), s.shares.get_mut(&(room.to_owned(), asker.to_owned()))].into_iter().flatten()
+            {
+                b.tokens -= 1.0;
             }
-            asker_bucket.tokens -= 1.0;
-        }
-        if let Some(b) = s.rooms.get_mut(room) {
-            b.tokens -= 1.0;
         }
         Admit::Go
+    }
+
+    /// An asker's share of a room's bucket: half of it (at least one).
+    fn share(&self) -> u32 {
+        (self.per_room / 2).max(1)
+    }
+
+    /// Commands per asker: twice their turns.
+    fn commands(&self) -> u32 {
+        self.per_asker.saturating_mul(2)
+    }
+
+    /// Drops the entries that are idle (full, not cooling).
+    fn prune(&self, s: &mut State, now: i64) {
+        let keep = |b: &mut Bucket, cap: u32| {
+            b.refill(cap, now);
+            b.tokens < f64::from(cap)
+        };
+        s.rooms.retain(|_, b| keep(b, self.per_room));
+        s.askers.retain(|_, b| keep(b, self.per_asker));
+        let (share, commands) = (self.share(), self.commands());
+        s.shares.retain(|_, b| keep(b, share));
+        s.commands.retain(|_, b| keep(b, commands));
+        s.cooling_rooms.retain(|_, until| *until > now);
+        s.cooling_askers.retain(|_, until| *until > now);
     }
 }
 
@@ -133,43 +198,76 @@ mod tests {
     use ruma::{room_id, user_id};
 
     const MIN: i64 = 60_000;
+    const TURN: Kind = Kind::Turn;
 
     #[test]
     fn a_room_gets_its_bucket_then_one_trip_then_silence_until_the_cooldown_ends() {
         let l = Limiter::new(3, 100, 300, Vec::new());
-        let (room, bot) = (room_id!("!r:x"), user_id!("@echo:x"));
-        let got: Vec<Admit> = (0..6).map(|i| l.admit(room, bot, i)).collect();
+        let room = room_id!("!r:x");
+        let bots: Vec<ruma::OwnedUserId> =
+            (0..6).map(|i| ruma::UserId::parse(format!("@echo{i}:x")).expect("id")).collect();
+        let got: Vec<Admit> = (0..6).map(|i| l.admit(room, &bots[i], TURN, i as i64)).collect();
         let until = 3 + 300_000;
         assert_eq!(
             got,
             [Admit::Go, Admit::Go, Admit::Go, Admit::Tripped { who: Who::Room, until }, Admit::Cooling, Admit::Cooling]
         );
-        assert_eq!(l.admit(room_id!("!other:x"), bot, 10), Admit::Go, "other rooms are not affected");
-        assert_eq!(l.admit(room, bot, until - 1), Admit::Cooling);
-        assert_eq!(l.admit(room, bot, until), Admit::Go, "cooled down, and refilled meanwhile");
+        assert_eq!(l.admit(room_id!("!other:x"), &bots[5], TURN, 10), Admit::Go, "other rooms are not affected");
+        assert_eq!(l.admit(room, &bots[4], TURN, until - 1), Admit::Cooling);
+        assert_eq!(l.admit(room, &bots[4], TURN, until), Admit::Go, "cooled down, and refilled meanwhile");
     }
 
     #[test]
     fn buckets_refill_at_their_rate_per_minute() {
-        let l = Limiter::new(2, 100, 1, Vec::new());
+        let l = Limiter::new(4, 100, 1, Vec::new());
         let (room, user) = (room_id!("!r:x"), user_id!("@a:x"));
-        assert_eq!(l.admit(room, user, 0), Admit::Go);
-        assert_eq!(l.admit(room, user, 0), Admit::Go);
-        // Half a minute refills one of two.
-        assert_eq!(l.admit(room, user, MIN / 2), Admit::Go);
-        assert!(matches!(l.admit(room, user, MIN / 2), Admit::Tripped { who: Who::Room, .. }));
+        // One asker's share is half the room's: two of four.
+        assert_eq!(l.admit(room, user, TURN, 0), Admit::Go);
+        assert_eq!(l.admit(room, user, TURN, 0), Admit::Go);
+        // Half a minute refills one of the share's two.
+        assert_eq!(l.admit(room, user, TURN, MIN / 2), Admit::Go);
+        assert!(matches!(l.admit(room, user, TURN, MIN / 2), Admit::Tripped { who: Who::Asker, .. }));
+    }
+
+    #[test]
+    fn one_asker_draining_a_room_cools_only_that_asker() {
+        let l = Limiter::new(8, 100, 300, Vec::new());
+        let room = room_id!("!r:x");
+        let (loud, quiet) = (user_id!("@loud:x"), user_id!("@quiet:x"));
+        let loud_got: Vec<Admit> = (0..6).map(|i| l.admit(room, loud, TURN, i)).collect();
+        assert_eq!(&loud_got[..4], [Admit::Go; 4], "half of the room's eight");
+        assert_eq!(loud_got[4], Admit::Tripped { who: Who::Asker, until: 4 + 300_000 });
+        assert_eq!(loud_got[5], Admit::Cooling);
+        assert_eq!(l.admit(room, quiet, TURN, 10), Admit::Go, "the room still answers the others");
+    }
+
+    #[test]
+    fn commands_have_a_bucket_of_their_own_and_take_nothing_from_the_room() {
+        let l = Limiter::new(8, 12, 300, Vec::new());
+        let (room, user, other) = (room_id!("!r:x"), user_id!("@a:x"), user_id!("@b:x"));
+        for i in 0..24 {
+            assert_eq!(l.admit(room, user, Kind::Command, i), Admit::Go, "command {i}");
+        }
+        assert!(matches!(l.admit(room, user, Kind::Command, 30), Admit::Tripped { who: Who::Asker, .. }));
+        for i in 0..4 {
+            assert_eq!(l.admit(room, other, TURN, 40 + i), Admit::Go, "the room's bucket is untouched");
+        }
     }
 
     #[test]
     fn an_asker_has_a_bucket_across_rooms_unless_exempt() {
         let l = Limiter::new(100, 2, 60, vec![Regex::new("^@admin:x$").expect("re")]);
         let user = user_id!("@a:x");
-        assert_eq!(l.admit(room_id!("!1:x"), user, 0), Admit::Go);
-        assert_eq!(l.admit(room_id!("!2:x"), user, 0), Admit::Go);
-        assert_eq!(l.admit(room_id!("!3:x"), user, 0), Admit::Tripped { who: Who::Asker, until: 60_000 });
-        assert_eq!(l.admit(room_id!("!4:x"), user, 1), Admit::Cooling);
+        assert_eq!(l.admit(room_id!("!1:x"), user, TURN, 0), Admit::Go);
+        assert_eq!(l.admit(room_id!("!2:x"), user, TURN, 0), Admit::Go);
+        assert_eq!(l.admit(room_id!("!3:x"), user, TURN, 0), Admit::Tripped { who: Who::Asker, until: 60_000 });
+        assert_eq!(l.admit(room_id!("!4:x"), user, TURN, 1), Admit::Cooling);
         for i in 0..50 {
-            assert_eq!(l.admit(room_id!("!1:x"), user_id!("@admin:x"), i), Admit::Go, "exempt from the asker bucket");
+            assert_eq!(
+                l.admit(room_id!("!1:x"), user_id!("@admin:x"), TURN, i),
+                Admit::Go,
+                "exempt from the asker bucket"
+            );
         }
     }
 }

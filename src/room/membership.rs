@@ -2,9 +2,12 @@
 //! learn the members, remember a DM, greet if configured) and declined from anyone else;
 //! membership is kept in the store; a persona leaves a room where only personas remain.
 //!
-//! Encrypted rooms (seen in an invite's stripped state, an `m.room.encryption` event, or
-//! an encrypted message): richbot cannot read them yet, so each persona there says so
-//! once, as a notice, then leaves (or, with `bot.encrypted_rooms = "stay"`, stays silent).
+//! Encrypted rooms: richbot cannot read them yet, so each persona there says so once, as
+//! a notice, then leaves (or, with `bot.encrypted_rooms = "stay"`, stays silent). A room
+//! is judged by its state, never by a timeline event anyone can send: an invite's
+//! stripped state or an `m.room.encryption` state event says so; an `m.room.encrypted`
+//! message from an allowed member only makes richbot ask the homeserver for the room's
+//! `m.room.encryption` state (once per room), and one from anyone else changes nothing.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -33,21 +36,41 @@ pub struct Membership {
     policy: Policy,
     /// Encrypted rooms already told (for personas that stay).
     told_encrypted: Mutex<HashSet<OwnedRoomId>>,
+    /// Rooms whose state was fetched and found unencrypted after an encrypted message
+    /// (fetched once: a forged message does not cost a request each).
+    checked_clear: Mutex<HashSet<OwnedRoomId>>,
 }
 
 impl Membership {
     pub fn new(store: Store, matrix: matrix::Client, personas: Personas, outbox: Outbox, policy: Policy) -> Self {
-        Self { store, matrix, personas, outbox, policy, told_encrypted: Mutex::new(HashSet::new()) }
+        let (told_encrypted, checked_clear) = (Mutex::default(), Mutex::default());
+        Self { store, matrix, personas, outbox, policy, told_encrypted, checked_clear }
     }
 
-    /// The room turned out to be encrypted (`event` showed it): each persona in it says so
-    /// once, then leaves unless configured to stay.
+    /// `event` (an `m.room.encryption` state event, or an `m.room.encrypted` message) may
+    /// show the room is encrypted: if its state says so, each persona in it says so once,
+    /// then leaves unless configured to stay.
     pub async fn encrypted(&self, event: &StoredEvent, turns: &Turns) -> Result<(), Error> {
         let room = &event.room_id;
-        if !self.told_encrypted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(room.clone()) {
+        if lock(&self.told_encrypted).contains(room) {
             return Ok(());
         }
         let joined = self.store.joined_members(room).await?;
+        let Some(viewer) = joined.iter().find(|u| self.personas.get(u).is_some()) else { return Ok(()) };
+        let by_state = event.event_type == "m.room.encryption" && event.state_key.as_deref() == Some("");
+        if !by_state {
+            if !self.policy.allowed(&event.sender) || lock(&self.checked_clear).contains(room) {
+                return Ok(());
+            }
+            if self.matrix.state_event(room, viewer, "m.room.encryption", "").await?.is_none() {
+                tracing::info!(%room, sender = %event.sender, "an encrypted message in a room whose state is not encrypted; ignored");
+                lock(&self.checked_clear).insert(room.clone());
+                return Ok(());
+            }
+        }
+        if !lock(&self.told_encrypted).insert(room.clone()) {
+            return Ok(());
+        }
         for persona in joined.iter().filter(|u| self.personas.get(u).is_some()) {
             self.say_encrypted(room, persona, &event.sender, turns).await?;
         }
@@ -119,7 +142,7 @@ impl Membership {
         }
         tracing::info!(%room, persona = %user, inviter = %event.sender, "joined");
         if invite_says_encrypted(&event.event) {
-            self.told_encrypted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(room.to_owned());
+            lock(&self.told_encrypted).insert(room.to_owned());
             return self.say_encrypted(room, user, &event.sender, turns).await;
         }
         if let Some(greeting) = &persona.greeting {
@@ -148,4 +171,8 @@ fn invite_says_encrypted(invite: &Value) -> bool {
     stripped
         .and_then(Value::as_array)
         .is_some_and(|s| s.iter().any(|e| e.get("type").and_then(Value::as_str) == Some("m.room.encryption")))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

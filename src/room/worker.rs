@@ -22,7 +22,7 @@ use ruma::{OwnedRoomId, RoomId};
 use super::Error;
 use super::commands::Commands;
 use super::facts::Triage;
-use super::limiter::{Admit, Limiter, Who};
+use super::limiter::{Admit, Kind, Limiter, Who};
 use super::membership::Membership;
 use super::triggers::Trigger;
 use crate::clock::now_ms;
@@ -151,7 +151,8 @@ impl Worker {
         let asker = &*first.sender;
         let events: Vec<StoredEvent> = batch.iter().map(|(e, _, _)| (*e).clone()).collect();
         let who = (room, &*persona.user_id, asker);
-        match self.limiter.admit(room, asker, now_ms()) {
+        let kind = if matches!(trigger, Trigger::Command(_)) { Kind::Command } else { Kind::Turn };
+        match self.limiter.admit(room, asker, kind, now_ms()) {
             Admit::Cooling => {
                 tracing::info!(%room, %asker, "cooling down: not answered");
                 self.store.mark_processed(&events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;

@@ -12,6 +12,7 @@ mod e2e_commands;
 mod e2e_crash;
 mod e2e_delivery;
 mod e2e_flood;
+mod e2e_hostile;
 mod e2e_live;
 mod e2e_models;
 mod e2e_rooms;

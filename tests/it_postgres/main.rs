@@ -21,6 +21,8 @@ mod e2e_crash;
 mod e2e_delivery;
 #[path = "../it/e2e_flood.rs"]
 mod e2e_flood;
+#[path = "../it/e2e_hostile.rs"]
+mod e2e_hostile;
 #[path = "../it/e2e_live.rs"]
 mod e2e_live;
 #[path = "../it/e2e_models.rs"]

@@ -1,0 +1,67 @@
+//! What one member can do to everyone else, against a real Synapse: a forged
+//! `m.room.encrypted` event (the room's state says it is not encrypted) and a burst of
+//! commands from one member change nothing for the others.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::llm::text;
+use crate::support::{BOT, Env, eventually};
+
+/// A group room of alice, bob and mallory (not in `access.allow`) with the persona.
+async fn group(env: &Env) -> String {
+    let room = env.alice.create_room(&[BOT, "@bob:localhost", "@mallory:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+    env.mallory.join(&room).await;
+    room
+}
+
+fn notices(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["content"]["msgtype"] == "m.notice")
+        .filter_map(|m| m["content"]["body"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_encrypted_event_in_a_clear_room_neither_silences_nor_evicts_the_persona() {
+    let env = Env::start().await;
+    let room = group(&env).await;
+    let forged = json!({"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AAAA", "sender_key": "x", "session_id": "y", "device_id": "Z"});
+    env.mallory.send(&room, "m.room.encrypted", forged.clone()).await;
+    env.alice.send(&room, "m.room.encrypted", forged).await;
+    env.llm.script([text("Still here, in the clear.")]);
+    env.bob.say(&room, "Richbot, are you still with us?").await;
+    let said = eventually("the answer", Duration::from_secs(30), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Still here, in the clear.").then_some(m)
+    })
+    .await;
+    assert!(notices(&said).is_empty(), "no encrypted-room notice: {:?}", notices(&said));
+    assert!(env.alice.joined_members(&room).await.iter().any(|u| u == BOT), "the persona stays");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nine_commands_from_one_member_do_not_pause_the_persona_for_the_others() {
+    let env = Env::start().await;
+    let room = group(&env).await;
+    for _ in 0..9 {
+        env.alice.say(&room, "Richbot: !help").await;
+    }
+    let helps = eventually("nine help notices", Duration::from_secs(60), || async {
+        let n = notices(&env.alice.messages_from(&room, BOT).await);
+        (n.len() >= 9).then_some(n)
+    })
+    .await;
+    assert!(helps.iter().all(|n| n.contains("Commands:")), "commands answered, no pause: {helps:?}");
+    env.llm.script([text("Answering Bob.")]);
+    env.bob.say(&room, "Richbot, a real question").await;
+    eventually("bob is answered", Duration::from_secs(30), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Answering Bob.").then_some(())
+    })
+    .await;
+}
