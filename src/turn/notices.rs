@@ -4,7 +4,7 @@
 //! or line boundaries, each its own write.
 
 use super::Scope;
-use super::context::rfc3339;
+use crate::clock::rfc3339;
 use crate::outbox::{self, Outbox, Write, WriteId};
 use crate::render;
 use crate::store::{BudgetKind, Spent};

@@ -222,7 +222,9 @@ impl Runner<'_> {
             }
             RichCall::Edit { event_id, payload, fallback, room } => {
                 let sent = self.store.sent_message(&event_id).await.map_err(internal)?;
-                let sent = sent.filter(|m| m.sender == scope.persona).ok_or_else(|| {
+                // richbot's own notices (limits, approvals) are not the model's to edit.
+                let notice = |m: &crate::store::SentMessage| m.content.get("msgtype").is_some_and(|t| t == "m.notice");
+                let sent = sent.filter(|m| m.sender == scope.persona && !notice(m)).ok_or_else(|| {
                     ToolError::at(
                         ToolErrorCode::NotOwner,
                         "event_id",

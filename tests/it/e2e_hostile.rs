@@ -65,3 +65,26 @@ async fn nine_commands_from_one_member_do_not_pause_the_persona_for_the_others()
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_cannot_edit_richbots_own_notices_nor_see_them() {
+    let env = Env::start().await;
+    let dm = env.dm().await;
+    env.alice.say(&dm, "!help").await;
+    let help = eventually("the help notice", Duration::from_secs(30), || async {
+        env.alice.messages_from(&dm, BOT).await.into_iter().find(|m| m["content"]["msgtype"] == "m.notice")
+    })
+    .await;
+    let id = help["event_id"].as_str().expect("id").to_owned();
+    let edit = json!({"event_id": id, "payload": {"v": 1, "blocks": [{"type": "details", "summary": "s", "body": "b"}]}, "fallback": "Approved."});
+    env.llm.script([crate::support::llm::call("rich_edit", edit), text("[no reply]")]);
+    env.alice.say(&dm, "now edit that notice").await;
+    env.wait_turns(&dm, 2).await;
+    let requests = env.llm.requests();
+    let refused = crate::support::llm::last_tool_result(&requests[1]).expect("a tool result");
+    assert_eq!(refused["code"], "not_owner", "{refused}");
+    let prompt = requests[0]["messages"].to_string();
+    assert!(!prompt.contains(&id) && !prompt.contains("Commands:"), "the notice is not in the prompt: {prompt}");
+    let edits = env.alice.messages_from(&dm, BOT).await;
+    assert!(edits.iter().all(|m| m["content"]["m.relates_to"]["event_id"] != id.as_str()), "never edited");
+}
