@@ -201,6 +201,8 @@ pub async fn run(
             wait = (wait * 2).min(Duration::from_secs(60));
         }
     });
+    let keep = Duration::from_secs(bot.history_days.saturating_mul(86_400));
+    let pruner = tokio::spawn(store.clone().keep_pruning(keep));
     let metrics_server = match &settings.config.metrics.listen {
         Some(addr) => {
             let listener = TcpListener::bind(addr.as_str()).await?;
@@ -231,6 +233,7 @@ pub async fn run(
     let served = appservice::serve(listener, app, cap, graceful).await;
     scheduler.abort();
     registrar.abort();
+    pruner.abort();
     if let Some(m) = metrics_server {
         m.abort();
     }

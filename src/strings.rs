@@ -25,6 +25,17 @@ pub const CONTINUED_BELOW: &str = "_(continued below)_";
 pub const POST_FAILED: &str =
     "Sorry, I couldn't post all of my answer: the server refused it. Please ask again, perhaps for a shorter answer.";
 
+/// Why a persona declines an invite past `limits.rooms_per_inviter` (`n`).
+pub fn too_many_rooms_from(n: u64) -> String {
+    format!(
+        "I'm already in {n} rooms you invited me to, which is as many as I join for one person. Leave one with me in it, or ask an admin."
+    )
+}
+
+/// Why a persona declines an invite past `limits.rooms_total`.
+pub const TOO_MANY_ROOMS: &str =
+    "I'm in as many rooms as this deployment allows, so I can't join another now. Please ask an admin.";
+
 /// Posted when a turn ran past its deadline.
 pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try again, perhaps with a simpler request.";
 

@@ -28,6 +28,10 @@ pub struct Limits {
     pub exempt: Vec<String>,
     /// Tools offered per MCP server at most (the rest are not, and named in the log).
     pub mcp_tools_per_server: usize,
+    /// Rooms the personas join on one member's invites at most; more are declined, saying so.
+    pub rooms_per_inviter: u64,
+    /// Rooms the personas are in at most, in all.
+    pub rooms_total: u64,
 }
 
 impl Default for Limits {
@@ -44,6 +48,8 @@ impl Default for Limits {
             turn_deadline_secs: 300,
             exempt: Vec::new(),
             mcp_tools_per_server: 64,
+            rooms_per_inviter: 20,
+            rooms_total: 5_000,
         }
     }
 }

@@ -16,6 +16,7 @@ mod endpoints;
 mod env;
 mod limits;
 mod mcp;
+mod persona;
 mod sections;
 mod settings;
 mod validate;
@@ -24,8 +25,9 @@ pub use crate::mcp::McpServer;
 pub use crate::tools::registry::Access as McpAccess;
 pub use endpoints::Endpoint;
 pub use limits::Limits;
+pub use persona::Persona;
 pub use sections::{
-    Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Persona, Synchronous,
+    Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
 };
 pub use settings::Settings;
 

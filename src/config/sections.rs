@@ -140,6 +140,9 @@ pub struct Bot {
     /// and the person told.
     #[serde(default = "default_delivery_deadline")]
     pub delivery_deadline_secs: u64,
+    /// Days of room history (and what derives from it: turns, sent messages) kept.
+    #[serde(default = "default_history_days")]
+    pub history_days: u64,
     /// On SIGTERM, how long running turns may take to finish before richbot exits (the
     /// rest resume at the next start).
     #[serde(default = "default_shutdown_grace")]
@@ -158,45 +161,6 @@ pub enum EncryptedRooms {
     #[default]
     Leave,
     Stay,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Persona {
-    pub localpart: String,
-    #[serde(default)]
-    pub display_name: Option<String>,
-    #[serde(default)]
-    pub system_prompt: Option<String>,
-    /// Posted when the persona joins a room, if set.
-    #[serde(default)]
-    pub greeting: Option<String>,
-    /// The `[[mcp]]` servers (by name) whose tools this persona offers; all when unset.
-    #[serde(default)]
-    pub tools: Option<Vec<String>>,
-    /// Its own LLM endpoint, each key falling back to `[llm]` (see `endpoints.rs`).
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub base_url: Option<String>,
-    #[serde(default)]
-    pub api_key: Option<String>,
-    #[serde(default)]
-    pub api_key_file: Option<PathBuf>,
-    #[serde(default)]
-    pub max_tokens: Option<u32>,
-}
-
-impl std::fmt::Debug for Persona {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Persona")
-            .field("localpart", &self.localpart)
-            .field("display_name", &self.display_name)
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .finish_non_exhaustive()
-    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -224,6 +188,9 @@ fn default_listen() -> String {
 }
 fn default_max_body() -> usize {
     16 * 1024 * 1024
+}
+fn default_history_days() -> u64 {
+    30
 }
 fn default_delivery_deadline() -> u64 {
     3600
@@ -292,6 +259,7 @@ impl Default for Bot {
             group_requires_mention: true,
             encrypted_rooms: EncryptedRooms::default(),
             delivery_deadline_secs: default_delivery_deadline(),
+            history_days: default_history_days(),
             shutdown_grace_secs: default_shutdown_grace(),
             lease_secs: default_lease(),
         }

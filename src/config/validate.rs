@@ -46,6 +46,9 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if config.llm.timeout_secs == 0 {
         problems.push("llm.timeout_secs: must be at least 1".to_owned());
     }
+    if config.bot.history_days == 0 {
+        problems.push("bot.history_days: must be at least 1".to_owned());
+    }
     if config.llm.idle_timeout_secs == 0 {
         problems.push("llm.idle_timeout_secs: must be at least 1".to_owned());
     }
@@ -153,6 +156,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         ("writes_per_turn", u64::from(l.writes_per_turn)),
         ("turn_deadline_secs", l.turn_deadline_secs),
         ("mcp_tools_per_server", l.mcp_tools_per_server as u64),
+        ("rooms_per_inviter", l.rooms_per_inviter),
+        ("rooms_total", l.rooms_total),
     ] {
         if value == 0 {
             problems.push(format!("limits.{key}: must be at least 1"));

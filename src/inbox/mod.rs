@@ -14,6 +14,9 @@
 //! is stored already processed (history only), and no worker is queued for it. A busy
 //! homeserver never delays a member's question with work that leads nowhere.
 //!
+//! A redaction also scrubs, at the door, what a running turn recorded for its resume (the
+//! model's replies, tool results); the event itself is scrubbed by its room's worker.
+//!
 //! The event id is the dedup key, not the transaction id: Synapse on SQLite restarts its
 //! transaction ids at 1 when it restarts, so a txn-id ledger would drop new events.
 
@@ -114,6 +117,9 @@ impl Inbox {
             );
         }
         let new = self.store.insert_events(&parsed, now_ms()).await?;
+        for (room, target) in parsed.iter().filter_map(redaction) {
+            self.store.scrub_turn_records(room, &target).await?;
+        }
         self.store.sync().await?;
         let accepted = Accepted { new, duplicate: parsed.len() as u64 - new, malformed, settled };
         tracing::debug!(txn_id, ?accepted, "transaction stored");
@@ -126,6 +132,16 @@ impl Inbox {
         self.door.queue.push(rooms);
         Ok(accepted)
     }
+}
+
+/// A redaction's room and the event it redacts.
+fn redaction(e: &NewEvent) -> Option<(&ruma::RoomId, ruma::OwnedEventId)> {
+    if e.event_type != "m.room.redaction" {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&e.event).ok()?;
+    let target = v.get("redacts").or_else(|| v.get("content")?.get("redacts"))?.as_str()?;
+    Some((&e.room_id, ruma::OwnedEventId::try_from(target).ok()?))
 }
 
 /// The fields the inbox indexes an event by, borrowed from the body where they have no

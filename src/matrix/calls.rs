@@ -51,8 +51,14 @@ impl Client {
 
     /// `POST /_matrix/client/v3/rooms/{roomId}/leave` as `user` (also declines an invite).
     pub async fn leave(&self, room: &RoomId, user: &UserId) -> Result<(), Error> {
+        self.leave_saying(room, user, None).await
+    }
+
+    /// [`Client::leave`] with a `reason` members see ("rejected the invite: ...").
+    pub async fn leave_saying(&self, room: &RoomId, user: &UserId, reason: Option<&str>) -> Result<(), Error> {
         let path = format!("/_matrix/client/v3/rooms/{}/leave", enc(room.as_str()));
-        self.call(Method::POST, &path, Some(user), Some(&json!({}))).await.map(drop)
+        let body = reason.map_or_else(|| json!({}), |r| json!({"reason": r}));
+        self.call(Method::POST, &path, Some(user), Some(&body)).await.map(drop)
     }
 
     /// `PUT /_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}` as `user`.

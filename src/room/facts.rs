@@ -25,6 +25,9 @@ pub struct Policy {
     pub rates: Rates,
     /// Leave encrypted rooms (after saying why), or stay silent in them.
     pub leave_encrypted: bool,
+    /// Rooms joined on one member's invites, and in all, at most.
+    pub rooms_per_inviter: u64,
+    pub rooms_total: u64,
 }
 
 /// Turn rate limits (`limits.turns_per_*`, `loop_cooldown_secs`, `exempt`).

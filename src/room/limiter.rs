@@ -4,7 +4,7 @@
 //! asker) cools down for `cooldown`: the worker posts one notice saying so, and nothing
 //! that arrives meanwhile is answered, then or later.
 //!
-//! One member cannot silence a room: an asker may take at most half of a room's bucket
+//! One member cannot silence a group room: an asker may take at most half of its bucket
 //! (their share, refilled at half the rate), so one asker running dry cools only that
 //! asker, and the room cools down only when several askers (or bots in a loop) together
 //! drain it. Commands (`!help`, `!usage`, ...) call no model: they have a bucket of their
@@ -69,10 +69,11 @@ impl Bucket {
     }
 }
 
-/// What is asked for: a turn of the model, or a command.
+/// What is asked for: a turn of the model (in a group room, where one asker may take
+/// only their share of the room's bucket, or in a DM), or a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    Turn,
+    Turn { group: bool },
     Command,
 }
 
@@ -140,13 +141,14 @@ impl Limiter {
                 }
             };
         }
+        let group = kind == Kind::Turn { group: true };
         if !exempt {
             let key = (room.to_owned(), asker.to_owned());
             let own = s.askers.entry(asker.to_owned()).or_insert_with(|| Bucket::full(self.per_asker, now));
             own.refill(self.per_asker, now);
             let part = s.shares.entry(key).or_insert_with(|| Bucket::full(share, now));
             part.refill(share, now);
-            if own.tokens < 1.0 || part.tokens < 1.0 {
+            if own.tokens < 1.0 || (group && part.tokens < 1.0) {
                 s.cooling_askers.insert(asker.to_owned(), until);
                 return Admit::Tripped { who: Who::Asker, until };
             }
@@ -198,7 +200,7 @@ mod tests {
     use ruma::{room_id, user_id};
 
     const MIN: i64 = 60_000;
-    const TURN: Kind = Kind::Turn;
+    const TURN: Kind = Kind::Turn { group: true };
 
     #[test]
     fn a_room_gets_its_bucket_then_one_trip_then_silence_until_the_cooldown_ends() {
@@ -239,6 +241,11 @@ mod tests {
         assert_eq!(loud_got[4], Admit::Tripped { who: Who::Asker, until: 4 + 300_000 });
         assert_eq!(loud_got[5], Admit::Cooling);
         assert_eq!(l.admit(room, quiet, TURN, 10), Admit::Go, "the room still answers the others");
+        // In a DM the one asker has the room's whole bucket.
+        let dm = room_id!("!dm:x");
+        let got: Vec<Admit> = (0..9).map(|i| l.admit(dm, quiet, Kind::Turn { group: false }, 20 + i)).collect();
+        assert_eq!(&got[..8], [Admit::Go; 8]);
+        assert_eq!(got[8], Admit::Tripped { who: Who::Room, until: 28 + 300_000 });
     }
 
     #[test]

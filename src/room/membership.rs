@@ -1,5 +1,7 @@
 //! Member events: invites to a persona are accepted from allowed users (register, join,
-//! learn the members, remember a DM, greet if configured) and declined from anyone else;
+//! learn the members, remember a DM, greet if configured) and declined from anyone else,
+//! or past the room limits (`limits.rooms_per_inviter`, `limits.rooms_total`: declined
+//! with a reason the inviter sees);
 //! membership is kept in the store; a persona leaves a room where only personas remain.
 //!
 //! Encrypted rooms: richbot cannot read them yet, so each persona there says so once, as
@@ -125,6 +127,14 @@ impl Membership {
             }
             return Ok(());
         }
+        if let Some(why) = self.over_limit(&event.sender).await? {
+            tracing::info!(%room, inviter = %event.sender, persona = %user, why, "declining an invite over the room limits");
+            match self.matrix.leave_saying(room, user, Some(&why)).await {
+                Ok(()) | Err(matrix::Error::Refused { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            return Ok(());
+        }
         self.personas.ensure_registered(user).await?;
         match self.matrix.join(room, user).await {
             Ok(()) => {}
@@ -135,6 +145,7 @@ impl Membership {
             }
             Err(e) => return Err(e.into()),
         }
+        self.store.record_inviter(room, user, &event.sender, now_ms()).await?;
         let members = self.matrix.joined_members(room, user).await?;
         self.store.set_joined_members(room, &members).await?;
         if event.content().get("is_direct").and_then(Value::as_bool) == Some(true) {
@@ -162,6 +173,18 @@ impl Membership {
             turns.finish(&turn, outcome, Default::default()).await?;
         }
         Ok(())
+    }
+}
+
+impl Membership {
+    /// Why one more room for an invite from `inviter` is over the limits, if it is.
+    async fn over_limit(&self, inviter: &UserId) -> Result<Option<String>, Error> {
+        let personas: Vec<_> = self.personas.all().iter().map(|p| p.user_id.clone()).collect();
+        if self.store.rooms_joined(&personas).await? >= self.policy.rooms_total {
+            return Ok(Some(strings::TOO_MANY_ROOMS.to_owned()));
+        }
+        let n = self.policy.rooms_per_inviter;
+        Ok((self.store.rooms_invited_by(inviter).await? >= n).then(|| strings::too_many_rooms_from(n)))
     }
 }
 

@@ -151,7 +151,8 @@ impl Worker {
         let asker = &*first.sender;
         let events: Vec<StoredEvent> = batch.iter().map(|(e, _, _)| (*e).clone()).collect();
         let who = (room, &*persona.user_id, asker);
-        let kind = if matches!(trigger, Trigger::Command(_)) { Kind::Command } else { Kind::Turn };
+        let is_dm = self.store.joined_members(room).await?.len() == 2;
+        let kind = if matches!(trigger, Trigger::Command(_)) { Kind::Command } else { Kind::Turn { group: !is_dm } };
         match self.limiter.admit(room, asker, kind, now_ms()) {
             Admit::Cooling => {
                 tracing::info!(%room, %asker, "cooling down: not answered");
@@ -167,7 +168,6 @@ impl Worker {
                 self.turns.notice(who, &events, text, Outcome::RateLimited).await?;
             }
             Admit::Go if let Trigger::Command(command) = trigger => {
-                let is_dm = self.store.joined_members(room).await?.len() == 2;
                 self.commands.run(command, who, &events, is_dm, &self.turns).await?;
             }
             Admit::Go => {

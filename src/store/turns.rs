@@ -145,11 +145,13 @@ impl Store {
     }
 
     /// Finishes a turn and marks its events handled, atomically.
-    pub async fn finish_turn(&self, id: i64, record: &TurnRecord, now: i64) -> Result<()> {
+    pub async fn finish_turn(&self, id: i64, record: &TurnRecord, now: i64) -> Result<bool> {
         let mut tx = self.writer.begin().await?;
-        sqlx::query(
+        // Only a running turn is finished: one finished already (by another instance that
+        // took the room over) keeps its first outcome, and its events stay as they are.
+        let done = sqlx::query(
             "UPDATE turns SET state = 'done', finished_at = $1, outcome = $2, rounds = $3, prompt_tokens = $4, completion_tokens = $5
-             WHERE id = $6",
+             WHERE id = $6 AND state = 'running'",
         )
         .bind(now)
         .bind(&record.outcome)
@@ -159,9 +161,17 @@ impl Store {
         .bind(id)
         .execute(&mut *tx)
         .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
         sqlx::query("UPDATE events SET processed = 1 WHERE turn_id = $1").bind(id).execute(&mut *tx).await?;
+        // The record of replies and tool results exists only to resume the turn: it holds
+        // model text and tool output (files, pages), so it goes with the turn.
+        for table in ["turn_replies", "tool_results", "tool_starts"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE turn_id = $1")).bind(id).execute(&mut *tx).await?;
+        }
         tx.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// Finished turns of a room: (outcome, rounds, prompt tokens, completion tokens).

@@ -268,7 +268,9 @@ impl Turns {
         tracing::info!(turn = turn.id, room = %turn.room_id, %outcome, rounds = record.rounds, "turn finished");
         self.metrics.turn(outcome.kind());
         let record = TurnRecord { outcome: outcome.to_string(), ..record };
-        self.store.finish_turn(turn.id, &record, now_ms()).await?;
+        if !self.store.finish_turn(turn.id, &record, now_ms()).await? {
+            tracing::warn!(turn = turn.id, room = %turn.room_id, "the turn was finished elsewhere already; its first outcome stands");
+        }
         Ok(outcome)
     }
 

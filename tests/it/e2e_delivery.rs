@@ -65,6 +65,9 @@ async fn a_write_whose_outcome_was_lost_is_found_by_its_marker_not_sent_again() 
         "DELETE FROM sent_messages",
         "UPDATE turns SET state = 'running', outcome = NULL",
         "UPDATE events SET processed = 0 WHERE turn_id IS NOT NULL",
+        // A finished turn keeps no record of its replies; a crashed one still has it.
+        "INSERT INTO turn_replies (turn_id, round, reply) SELECT id, 1, \
+         '{\"text\":\"Said exactly once.\",\"tool_calls\":[],\"usage\":{\"prompt\":100,\"completion\":20}}' FROM turns",
     ] {
         sqlx::query(sql).execute(&db).await.expect(sql);
     }

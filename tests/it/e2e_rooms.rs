@@ -146,3 +146,33 @@ async fn the_persona_is_typing_while_the_model_thinks() {
     let msgs = env.wait_messages(&room, BOT, 1).await;
     assert_eq!(msgs[0]["content"]["body"], "done thinking");
 }
+
+/// The reason the persona gave for leaving (declining) `room`, as `viewer` sees it.
+async fn declined_with(viewer: &crate::support::User, room: &str) -> String {
+    crate::support::eventually("the invite is declined", std::time::Duration::from_secs(30), || async {
+        viewer.messages(room).await.into_iter().find_map(|e| {
+            let declined = e["type"] == "m.room.member"
+                && e["state_key"] == crate::support::BOT
+                && e["content"]["membership"] == "leave";
+            declined.then(|| e["content"]["reason"].as_str().unwrap_or_default().to_owned())
+        })
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invites_past_the_room_limits_are_declined_saying_why() {
+    let extra_toml = "[limits]\nrooms_per_inviter = 2\nrooms_total = 3\n".to_owned();
+    let env = crate::support::Env::start_with(crate::support::Options { extra_toml, ..Default::default() }).await;
+    for _ in 0..2 {
+        env.dm().await;
+    }
+    let third = env.alice.create_room(&[crate::support::BOT], true).await;
+    let why = declined_with(&env.alice, &third).await;
+    assert!(why.contains("rooms you invited me to"), "{why}");
+    let bobs = env.bob.create_room(&[crate::support::BOT], true).await;
+    env.wait_joined_seen_by(&env.bob, &bobs, crate::support::BOT).await;
+    let over = env.bob.create_room(&[crate::support::BOT], true).await;
+    let why = declined_with(&env.bob, &over).await;
+    assert!(why.contains("as many rooms as this deployment allows"), "{why}");
+}

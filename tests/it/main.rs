@@ -30,5 +30,6 @@ mod mcp;
 mod pipeline;
 mod packaging;
 mod plan;
+mod retention;
 mod safety;
 mod store;

@@ -45,6 +45,8 @@ mod leases;
 mod matrix_retry;
 #[path = "../it/migrate.rs"]
 mod migrate;
+#[path = "../it/retention.rs"]
+mod retention;
 #[path = "../it/pipeline.rs"]
 mod pipeline;
 #[path = "../it/safety.rs"]

@@ -1,0 +1,109 @@
+//! Retention: what richbot keeps, it keeps for `bot.history_days` (30), then forgets. The
+//! room history and everything derived from it (finished turns, their approvals and
+//! outbox rows, the messages richbot sent and their buttons) older than that is deleted;
+//! token use is kept only as long as the budgets' rolling day needs it. Pending events
+//! and running turns are never pruned, whatever their age.
+//!
+//! Deletes go in batches of [`BATCH`] rows, each its own short transaction, bounded by a
+//! cut-off found once by primary key (events and turns are numbered in arrival order), so
+//! pruning a large backlog never holds the writer for long.
+
+use std::time::Duration;
+
+use sqlx::Row;
+
+use super::{DAY_MS, Result, Store};
+
+/// Rows per delete.
+const BATCH: i64 = 5_000;
+/// How often the pruner runs.
+pub const EVERY: Duration = Duration::from_secs(3600);
+
+/// What one prune deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub events: u64,
+    pub turns: u64,
+    pub sent: u64,
+    pub usage: u64,
+}
+
+impl Store {
+    /// Deletes what is older than `keep` at `now` (see the module docs).
+    pub async fn prune(&self, keep: Duration, now: i64) -> Result<Pruned> {
+        let before = now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX));
+        let mut pruned = Pruned::default();
+        // Events: those received before the cut-off have a seq below the first after it.
+        let cutoff = self.first_at_or_after("SELECT MIN(seq) AS n FROM events WHERE received_at >= $1", before).await?;
+        pruned.events = self
+            .batches(
+                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE seq < $1 AND processed = 1 LIMIT $2)",
+                cutoff,
+            )
+            .await?;
+        // Finished turns started before the cut-off, and what hangs on them.
+        let cutoff = self.first_at_or_after("SELECT MIN(id) AS n FROM turns WHERE started_at >= $1", before).await?;
+        for table in ["approvals", "outbox", "tool_starts", "tool_results", "turn_replies"] {
+            let sql = format!(
+                "DELETE FROM {table} WHERE turn_id IN (SELECT id FROM turns WHERE id < $1 AND state = 'done' LIMIT $2)"
+            );
+            self.batches(&sql, cutoff).await?;
+        }
+        pruned.turns = self
+            .batches(
+                "DELETE FROM turns WHERE id IN (SELECT id FROM turns WHERE id < $1 AND state = 'done' LIMIT $2)",
+                cutoff,
+            )
+            .await?;
+        // Messages richbot sent, last written before the cut-off, and their buttons.
+        pruned.sent = self
+            .batches(
+                "DELETE FROM sent_messages WHERE event_id IN
+                 (SELECT event_id FROM sent_messages WHERE sent_at < $1 AND next_edit_at < $1 LIMIT $2)",
+                before,
+            )
+            .await?;
+        sqlx::query("DELETE FROM sent_buttons WHERE event_id NOT IN (SELECT event_id FROM sent_messages)")
+            .execute(&self.writer)
+            .await?;
+        // Token use: the budgets look back one day; an hour more for clocks that differ.
+        pruned.usage = self
+            .batches(
+                "DELETE FROM llm_usage WHERE id IN (SELECT id FROM llm_usage WHERE at < $1 LIMIT $2)",
+                now - DAY_MS - 3_600_000,
+            )
+            .await?;
+        sqlx::query("DELETE FROM budget_notices WHERE until < $1").bind(now).execute(&self.writer).await?;
+        Ok(pruned)
+    }
+
+    /// The first seq (or id) at or after `at`, from `sql`; past the last when none is.
+    async fn first_at_or_after(&self, sql: &str, at: i64) -> Result<i64> {
+        let row = sqlx::query(sql).bind(at).fetch_one(&self.writer).await?;
+        Ok(row.try_get::<Option<i64>, _>("n")?.unwrap_or(i64::MAX))
+    }
+
+    /// Runs a batched delete (`$1` the bound, `$2` the batch size) until it deletes nothing.
+    async fn batches(&self, sql: &str, bound: i64) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let done = sqlx::query(sql).bind(bound).bind(BATCH).execute(&self.writer).await?.rows_affected();
+            total += done;
+            if done < BATCH as u64 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Prunes every [`EVERY`], keeping `keep`, until the task is aborted.
+    pub async fn keep_pruning(self, keep: Duration) {
+        loop {
+            match self.prune(keep, crate::clock::now_ms()).await {
+                Ok(p) if p != Pruned::default() => tracing::info!(?p, "pruned what is past bot.history_days"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "could not prune old history; trying again later"),
+            }
+            tokio::time::sleep(EVERY).await;
+        }
+    }
+}
