@@ -116,6 +116,14 @@ pub fn mode_refused(level: i64) -> String {
     format!("Only members with power level {level} or more (or the room's creators) can change how I answer here.")
 }
 
+/// `!reset` in a group room from someone who may not forget everyone's conversation.
+pub fn reset_refused(level: i64) -> String {
+    format!(
+        "In a group room `!reset` sets aside everyone's conversation, so it takes power level {level} or more \
+         (or being one of the room's creators)."
+    )
+}
+
 /// `!mode` with a mode that does not exist.
 pub fn mode_unknown(mode: &str) -> String {
     format!("There is no mode \"{mode}\": use `!mode thread`, `!mode reply` or `!mode flat`.")

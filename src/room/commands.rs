@@ -2,82 +2,25 @@
 //! plain messages, in a group room after the persona's mention (`Richbot: !reset`).
 //!
 //! - `!help`: what the persona does, and the commands.
-//! - `!reset`: the conversation before it leaves the model's context (stored, not deleted).
+//! - `!reset`: the conversation before it leaves the model's context (stored, not
+//!   deleted); in a group room it is everyone's, so it takes what `!mode` takes.
 //! - `!mode thread|reply|flat` (group rooms): how answers are placed; changing it takes
-//!   power level 50, or being a creator where creators outrank every level (room v12).
+//!   power level 50, or being a creator where creators outrank every level (`power`).
 //! - `!usage`: the asker's turns and tokens today, and their limit.
 //!
 //! Each is answered with one `m.notice`, through a notice turn that claims the command.
 
 use ruma::{RoomId, UserId};
-use serde_json::Value;
 
 use super::Error;
-use super::triggers::Facts;
+use super::command::{Command, MODES};
 use crate::matrix;
 use crate::store::{Store, StoredEvent};
 use crate::strings;
 use crate::turn::{Outcome, Turns};
 
-/// The answer modes of a group room.
-pub const MODES: &[&str] = &["thread", "reply", "flat"];
 /// The power level that may change a room's mode.
 const MODE_LEVEL: i64 = 50;
-
-/// The conversation commands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    Help,
-    /// Start the model's context afresh from here.
-    Reset,
-    /// The asker's turns and tokens today, and their limits.
-    Usage,
-    /// Show (`None`) or set how answers are placed in a group room.
-    Mode(Option<String>),
-    /// A `!word` that is none of these.
-    Unknown(String),
-}
-
-impl Command {
-    /// The command's name, as typed.
-    pub fn name(&self) -> &str {
-        match self {
-            Command::Help => "help",
-            Command::Reset => "reset",
-            Command::Usage => "usage",
-            Command::Mode(_) => "mode",
-            Command::Unknown(w) => w,
-        }
-    }
-}
-
-/// The command of a message: after a leading mention of the persona (`Richbot: !usage`,
-/// `@richbot:example.org !mode thread`), a `!word` alone, or `!mode` and its argument. A
-/// longer message that starts with `!` is a question, not a command.
-pub(super) fn command(body: &str, facts: &Facts<'_>) -> Option<Command> {
-    let mut rest = body.trim_start();
-    let names = [facts.persona_id.as_str(), facts.display_name, facts.persona_id.localpart()];
-    for name in names.into_iter().filter(|n| !n.is_empty()) {
-        if let Some(after) =
-            rest.get(..name.len()).filter(|p| p.eq_ignore_ascii_case(name)).map(|_| &rest[name.len()..])
-        {
-            rest = after.trim_start_matches([':', ',']).trim_start();
-            break;
-        }
-    }
-    let words: Vec<&str> = rest.split_whitespace().collect();
-    let name = words.first()?.strip_prefix('!').filter(|w| !w.is_empty())?.to_lowercase();
-    match (name.as_str(), words.len()) {
-        ("help", 1) => Some(Command::Help),
-        ("reset", 1) => Some(Command::Reset),
-        ("usage", 1) => Some(Command::Usage),
-        ("mode", 1) => Some(Command::Mode(None)),
-        ("mode", 2) => Some(Command::Mode(Some(words[1].to_lowercase()))),
-        ("help" | "reset" | "usage" | "mode", _) => None,
-        (_, 1) => Some(Command::Unknown(name)),
-        _ => None,
-    }
-}
 
 /// Handles commands.
 #[derive(Debug)]
@@ -108,6 +51,11 @@ impl Commands {
                 return Ok(());
             }
             Command::Help => strings::help(persona.as_str()),
+            // In a group room, forgetting everyone's conversation takes the same power
+            // as changing how the room is answered.
+            Command::Reset if !is_dm && !self.may_set_mode(room, persona, asker).await? => {
+                strings::reset_refused(MODE_LEVEL)
+            }
             Command::Reset => {
                 let upto = events.iter().map(|e| e.seq).max().unwrap_or(0);
                 self.store.reset_room(room, upto).await?;
@@ -133,25 +81,10 @@ impl Commands {
         Ok(())
     }
 
-    /// Whether `user` may change the room's mode: a creator in a room version where
-    /// creators outrank every power level (12 and later), or power level 50.
+    /// Whether `user` may change the room's settings (`!mode`, `!reset` in a group
+    /// room): by the room version's rules (`power`).
     async fn may_set_mode(&self, room: &RoomId, persona: &UserId, user: &UserId) -> Result<bool, Error> {
         let state = self.matrix.room_state(room, persona).await?;
-        let of = |t: &str| state.iter().find(|e| e.get("type").and_then(Value::as_str) == Some(t));
-        let create = of("m.room.create");
-        let content = create.and_then(|c| c.get("content"));
-        let version = content.and_then(|c| c.get("room_version")).and_then(Value::as_str).unwrap_or("1");
-        if version.parse::<u32>().is_ok_and(|v| v >= 12) {
-            let creator = create.and_then(|c| c.get("sender")).and_then(Value::as_str);
-            let additional = content.and_then(|c| c.get("additional_creators")).and_then(Value::as_array);
-            let is = |v: &Value| v.as_str() == Some(user.as_str());
-            if creator == Some(user.as_str()) || additional.is_some_and(|a| a.iter().any(is)) {
-                return Ok(true);
-            }
-        }
-        let levels = of("m.room.power_levels").and_then(|p| p.get("content"));
-        let default = levels.and_then(|l| l.get("users_default")).and_then(Value::as_i64).unwrap_or(0);
-        let level = levels.and_then(|l| l.get("users")?.get(user.as_str())?.as_i64()).unwrap_or(default);
-        Ok(level >= MODE_LEVEL)
+        Ok(super::power::power(&state, user).at_least(MODE_LEVEL))
     }
 }

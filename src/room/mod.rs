@@ -9,17 +9,20 @@
 //!   posted buttons), all scoped to the event's room.
 //! - `triggers`: the pure decision "does this event start a turn, and why".
 //! - `limiter`: turn rate limits per room and per asker, and the cool-down they trip.
-//! - `commands`: `!help`, `!reset`, `!mode`, `!usage`, answered without the model.
+//! - `command` (pure: what a command is) and `commands` (answering it): `!help`,
+//!   `!reset`, `!mode`, `!usage`, answered without the model.
 //! - `membership`: invites, joins, leaves, greetings.
 //! - `leases`: several instances on one PostgreSQL: a room is handled by one at a time.
 //!
 //! Nothing here calls the LLM; everything that does is in `turn`.
 
+mod command;
 mod commands;
 mod facts;
 mod leases;
 mod limiter;
 mod membership;
+mod power;
 mod scheduler;
 pub mod triggers;
 mod worker;

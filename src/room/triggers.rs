@@ -13,7 +13,7 @@
 use ruma::UserId;
 use serde_json::Value;
 
-use super::commands::{Command, command};
+use super::command::{Command, command};
 use crate::blocks::{Action, read_used_id};
 use crate::relation::Relation;
 use crate::turn::Press;
@@ -81,7 +81,7 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
                 return Some(Trigger::ButtonSend { id: id.to_owned() });
             }
             let mentioned = mentions(content, body, facts);
-            if let Some(c) = command(body, facts).filter(|_| facts.is_dm || mentioned) {
+            if let Some(c) = command(body, facts.persona_id, facts.display_name).filter(|_| facts.is_dm || mentioned) {
                 return Some(Trigger::Command(c));
             }
             if facts.is_dm {

@@ -67,3 +67,18 @@ async fn mode_is_refused_without_power_and_applied_for_the_creator() {
     assert_eq!((relates["rel_type"].as_str(), relates["event_id"].as_str()), (Some("m.thread"), Some(asked.as_str())));
     assert_eq!(env.llm.requests().len(), 2, "only the two questions reached the model");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_in_a_group_room_takes_the_power_that_mode_takes() {
+    let env = Env::start().await;
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+    env.bob.say(&room, "Richbot: !reset").await;
+    let refused = env.wait_messages(&room, BOT, 1).await;
+    assert!(notices(&refused)[0].contains("sets aside everyone's conversation"), "{refused:?}");
+    env.alice.say(&room, "Richbot: !reset").await;
+    let done = env.wait_messages(&room, BOT, 2).await;
+    assert!(notices(&done)[1].contains("set aside our conversation"), "{done:?}");
+    assert!(env.llm.requests().is_empty(), "commands never reach the model");
+}
