@@ -1,6 +1,7 @@
 //! Files richbot writes hold secrets (tokens, keys) or are read by a homeserver with them:
 //! they are created owner-only (0600), never through a symlink, and never over an existing
-//! file unless the admin says `--force`.
+//! file unless the admin says `--force`. The lock file and the database are opened the same
+//! way: a symlink in their place is refused (`O_NOFOLLOW`), never followed and truncated.
 
 use std::io::Write;
 use std::path::Path;
@@ -50,6 +51,20 @@ pub enum LockError {
     Held { path: String, holder: String },
     #[error("cannot lock {path}: {source}")]
     Io { path: String, source: std::io::Error },
+    #[error("{0} is a symbolic link; richbot opens only regular files there")]
+    Symlink(String),
+}
+
+/// Opens `options` at `path` without following a symlink there (the open fails instead).
+pub fn no_follow(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(options, libc::O_NOFOLLOW);
+    options
+}
+
+/// Whether `path` is a symlink (dangling or not).
+pub fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// An exclusive lock on a file, held until dropped; the OS releases it if the process dies.
@@ -63,8 +78,11 @@ pub struct Lock {
 pub fn lock(path: &Path) -> Result<Lock, LockError> {
     let shown = path.display().to_string();
     let io = |source| LockError::Io { path: shown.clone(), source };
+    if is_symlink(path) {
+        return Err(LockError::Symlink(shown));
+    }
     let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
+    no_follow(options.read(true).write(true).create(true).truncate(false));
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(path).map_err(io)?;
@@ -114,6 +132,18 @@ mod tests {
         }
         drop(first);
         lock(&path).expect("free again once dropped");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_lock_is_refused_and_its_target_left_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("precious.txt");
+        std::fs::write(&target, "keep me").expect("write");
+        let link = dir.path().join("db.lock");
+        std::os::unix::fs::symlink(&target, &link).expect("link");
+        assert!(matches!(lock(&link), Err(LockError::Symlink(_))));
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "keep me", "not truncated");
     }
 
     #[test]

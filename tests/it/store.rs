@@ -302,3 +302,18 @@ async fn the_wal_stays_small_under_a_steady_stream_of_commits() {
     let wal = std::fs::metadata(dir.path().join("t.db-wal")).expect("wal").len();
     assert!(wal < 16 * 1024 * 1024, "WAL is {wal} bytes after 30,000 events");
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_database_path_that_is_a_symlink_is_refused_and_its_target_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("elsewhere.txt");
+    std::fs::write(&target, "not a database").expect("write");
+    let link = dir.path().join("t.db");
+    std::os::unix::fs::symlink(&target, &link).expect("link");
+    let e = Store::open(&format!("sqlite://{}", link.display())).await.expect_err("refused").to_string();
+    assert!(e.contains("is a symbolic link"), "{e}");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "not a database");
+    let lock = richbot::store::lock_file(&format!("sqlite://{}", link.display())).map(drop);
+    assert!(lock.is_ok(), "the lock beside it is a file of its own");
+}
