@@ -69,6 +69,7 @@ pub(super) fn resolve(
         if let Some(url) = &p.base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
+            let url = crate::mask::url(url);
             found.problems.push(format!("{at}.base_url: must be an http(s) URL ending in /v1 (got \"{url}\")"));
         }
         if p.model.as_ref().is_some_and(|m| m.trim().is_empty()) {

@@ -74,7 +74,7 @@ pub struct Config {
 /// `generate-registration --config`, which needs only its listen address and server name).
 pub fn read_unchecked(path: &Path) -> Result<Config, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_owned(), source })?;
-    toml::from_str(&text).map_err(|e| Error::Parse { path: path.to_owned(), message: e.message().to_owned() })
+    toml::from_str(&text).map_err(|e| Error::Parse { path: path.to_owned(), message: env::syntax_error(&text, &e) })
 }
 
 /// Reads `path`, applies environment overrides from `env`, and validates.

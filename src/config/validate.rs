@@ -14,7 +14,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     let mut warnings = Vec::new();
     let http = |s: &str| s.starts_with("http://") || s.starts_with("https://");
     if !http(&config.homeserver.url) {
-        problems.push(format!("homeserver.url: must be an http(s) URL (got \"{}\")", config.homeserver.url));
+        let shown = crate::mask::url(&config.homeserver.url);
+        problems.push(format!("homeserver.url: must be an http(s) URL (got \"{shown}\")"));
     }
     if config.homeserver.server_name.is_empty() || config.homeserver.server_name.contains(['/', ' ', '@']) {
         problems.push("homeserver.server_name: must be the homeserver's server name, e.g. example.org".to_owned());
@@ -38,7 +39,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         ));
     }
     if !http(&config.llm.base_url) {
-        problems.push(format!("llm.base_url: must be an http(s) URL ending in /v1 (got \"{}\")", config.llm.base_url));
+        let shown = crate::mask::url(&config.llm.base_url);
+        problems.push(format!("llm.base_url: must be an http(s) URL ending in /v1 (got \"{shown}\")"));
     }
     if config.llm.model.trim().is_empty() {
         problems.push("llm.model: must not be empty".to_owned());

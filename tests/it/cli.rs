@@ -136,3 +136,35 @@ fn check_warns_when_a_config_holding_a_key_is_readable_by_others() {
         assert!(!String::from_utf8_lossy(&out.stdout).contains("WARN"), "quiet once private");
     }
 }
+
+#[test]
+fn no_config_value_or_url_credential_is_echoed_by_any_command() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("richbot.toml");
+    // A value of the wrong type: generate-registration reads the config too.
+    std::fs::write(
+        &config,
+        "[homeserver]\nurl = \"http://127.0.0.1:8008\"\nserver_name = \"x.org\"\n[appservice]\nregistration = \"r.yaml\"\n\
+         listen = \"127.0.0.1:9100\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key = \"k\"\ntimeout_secs = \"sk-typed-secret\"\n",
+    )
+    .expect("config");
+    let out = richbot(&["generate-registration", "--config", config.to_str().expect("utf8")], "");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(!said.contains("sk-typed-secret") && said.contains("line 11"), "{said}");
+    // URLs with credentials, each invalid: named, their secrets masked.
+    std::fs::write(
+        &config,
+        "[homeserver]\nurl = \"ftp://hs:hs-secret@h\"\nserver_name = \"x.org\"\n[appservice]\nregistration = \"r.yaml\"\n\
+         listen = \"127.0.0.1:9100\"\n\
+         [llm]\nbase_url = \"ftp://u:llm-secret@h/v1?key=q-secret\"\nmodel = \"m\"\n\
+         [[personas]]\nlocalpart = \"richbot\"\nbase_url = \"gopher://p:persona-secret@h\"\n",
+    )
+    .expect("config");
+    let out = richbot(&["check", "--config", config.to_str().expect("utf8")], "");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    for secret in ["hs-secret", "llm-secret", "q-secret", "persona-secret"] {
+        assert!(!said.contains(secret), "{secret} in: {said}");
+    }
+    assert!(said.contains("homeserver.url") && said.contains("ftp://hs:***@h"), "{said}");
+}
