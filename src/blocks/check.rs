@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::catalogue::{BlockSpec, Field, Kind, MAX_STR, MAX_TEXT};
 use super::error::{index, join};
 use super::numbers::{MAX_SAFE_INT, is_decimal_string};
-use super::rules::{Failure, cut, is_button_id, is_date_time, is_mxc};
+use super::rules::{Failure, cut, is_button_id, is_date_time, is_mxc, is_web_url};
 
 fn fail<T>(path: &Path<'_>, message: impl Into<String>) -> Result<T, Failure> {
     Err(Failure { path: path.render(), message: message.into() })
@@ -105,9 +105,11 @@ fn check_kind(kind: &Kind, value: &Value, path: &Path<'_>) -> Result<(), Failure
         },
         Kind::Url => {
             let s = string(value, path, "a URL")?;
-            let ok = ["https://", "http://"].iter().any(|p| s.len() > p.len() && s.starts_with(p)) || is_mxc(s);
-            if !ok || s.contains(char::is_whitespace) {
-                return fail(path, "must be an http(s) or mxc:// URL");
+            if !is_web_url(s) && !is_mxc(s) {
+                return fail(
+                    path,
+                    "must be an http(s) or mxc:// URL: a host, then only URL characters (no spaces, quotes or angle brackets; encode them as %XX)",
+                );
             }
             max_chars(s, MAX_STR, path)
         }

@@ -32,8 +32,45 @@ pub fn cut(s: &str, max: usize) -> String {
 /// `mxc://server/id`: both parts non-empty, no whitespace, no further slash in the id.
 pub fn is_mxc(s: &str) -> bool {
     s.strip_prefix("mxc://").and_then(|rest| rest.split_once('/')).is_some_and(|(server, id)| {
-        !server.is_empty() && !id.is_empty() && !id.contains('/') && !s.contains(char::is_whitespace)
+        let server_ok = !server.is_empty()
+            && server.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
+        let id_ok = !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        server_ok && id_ok
     })
+}
+
+/// An `http(s)://host[:port][/path][?query][#fragment]` URL, parsed strictly: only the
+/// characters RFC 3986 allows, less quotes (so it cannot break out of an HTML attribute);
+/// a host of letters, digits, dots and dashes (or an IPv6 literal); no user info (so
+/// `https://bank.example@evil.example` cannot pass for the bank).
+pub fn is_web_url(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix("https://").or_else(|| s.strip_prefix("http://")) else { return false };
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&()*+,;=%".contains(&b);
+    if s.len() > 2048 || !rest.bytes().all(allowed) {
+        return false;
+    }
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    if authority.contains('@') {
+        return false;
+    }
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, after)) if !addr.is_empty() && addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
+                ("v6", after.strip_prefix(':'))
+            }
+            _ => return false,
+        },
+        None => match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        },
+    };
+    let host_ok = host == "v6"
+        || (!host.is_empty()
+            && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            && !host.starts_with(['.', '-']));
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    host_ok && port_ok
 }
 
 /// 1-64 characters of `[A-Za-z0-9_.:-]` (the upstream button-id syntax).

@@ -253,7 +253,7 @@ fn kind_errors_say_what_would_be_right() {
         ),
         (
             json!({"type": "sources", "sources": [{"title": "t", "url": "javascript:alert(1)"}]}),
-            "blocks[0] (sources): sources[0].url: must be an http(s) or mxc:// URL",
+            "blocks[0] (sources): sources[0].url: must be an http(s) or mxc:// URL: a host, then only URL characters (no spaces, quotes or angle brackets; encode them as %XX)",
         ),
         (
             json!({"type": "buttons", "buttons": [{"label": "", "action": {"type": "react", "key": "k"}}]}),
@@ -414,5 +414,39 @@ proptest! {
         let again = Rich::parse(&text).expect("reparse");
         prop_assert!(again.validate().is_ok());
         prop_assert_eq!(again.to_value(), rich.to_value());
+    }
+}
+
+#[test]
+fn url_fields_are_parsed_strictly() {
+    let place = |url: &str| payload(vec![json!({"type": "place", "name": "P", "url": url})]);
+    for good in [
+        "https://example.org",
+        "http://127.0.0.1:8080/a/b?c=d&e=%20f#g",
+        "https://[::1]:8443/x",
+        "https://shop.example/k(1)",
+        "mxc://example.org/abc_DEF-1",
+    ] {
+        assert!(check(place(good)).is_ok(), "{good}: {:?}", check(place(good)));
+    }
+    for bad in [
+        "http://x\"><script>",
+        "https://example.org/a b",
+        "https://example.org/<b>",
+        "https://example.org/'x'",
+        "https://bank.example@evil.example/",
+        "https://",
+        "https://:80/",
+        "https://-x.example/",
+        "https://example.org:99999999/",
+        "javascript:alert(1)",
+        "HTTPS://example.org",
+        "ftp://example.org",
+        "mxc://example.org/a/b",
+        "mxc://exa\"mple.org/a",
+        "https://example.org/\u{202E}",
+    ] {
+        let e = check(place(bad)).expect_err(bad);
+        assert!(e.contains("blocks[0] (place): url: must be an http(s) or mxc:// URL"), "{bad}: {e}");
     }
 }
