@@ -63,13 +63,19 @@ fn config_text(o: &Options) -> String {
 }
 
 /// Writes `richbot.toml` and `registration.yaml` into `opts.out_dir`; returns their paths.
-pub fn write(opts: &Options) -> Result<Vec<PathBuf>, files::Error> {
+pub fn write(opts: &Options) -> Result<Vec<PathBuf>, registration::Error> {
     let config = opts.out_dir.join(CONFIG_FILE);
     let registration = opts.out_dir.join(REGISTRATION_FILE);
     for path in [&config, &registration] {
         if files::exists(path) {
-            return Err(files::Error::Exists(path.display().to_string()));
+            return Err(files::Error::Exists(path.display().to_string()).into());
         }
+    }
+    registration::check(&registration_options(&opts.server_name, &opts.listen))?;
+    if !(opts.homeserver.starts_with("http://") || opts.homeserver.starts_with("https://"))
+        || opts.homeserver.contains(['"', '\\', '\n'])
+    {
+        return Err(registration::Error::Invalid("--homeserver: must be an http(s) URL".to_owned()));
     }
     std::fs::create_dir_all(&opts.out_dir)
         .map_err(|source| files::Error::Write { path: opts.out_dir.display().to_string(), source })?;
@@ -106,6 +112,25 @@ mod tests {
         assert_eq!(settings.config.homeserver.server_name, "example.org");
         assert!(!files::readable_by_others(&written[0]) && !files::readable_by_others(&written[1]));
         assert!(would_collide(dir.path()));
-        assert!(matches!(write(&opts(dir.path())), Err(files::Error::Exists(_))), "never overwrites");
+        assert!(
+            matches!(write(&opts(dir.path())), Err(registration::Error::File(files::Error::Exists(_)))),
+            "never overwrites"
+        );
+    }
+
+    #[test]
+    fn a_server_name_that_is_not_one_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for bad in ["exa'mple.org", "example.org:", "example.org:99999x", "ex ample.org", "", "[::1", "a/b"] {
+            let o = Options { server_name: bad.into(), ..opts(dir.path()) };
+            match write(&o) {
+                Err(registration::Error::Invalid(why)) => assert!(why.contains("--server-name"), "{bad}: {why}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+            assert!(!would_collide(dir.path()), "{bad}: nothing written");
+        }
+        for good in ["example.org", "localhost:8448", "127.0.0.1", "[::1]:8448", "matrix-1.example.org"] {
+            assert!(registration::is_server_name(good), "{good}");
+        }
     }
 }

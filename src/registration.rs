@@ -17,7 +17,71 @@ pub struct Options {
     pub user_prefix: String,
 }
 
-pub use crate::files::Error;
+/// A registration that could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    File(#[from] crate::files::Error),
+    /// A value the homeserver (or the YAML) would not take; says which and why.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Whether `s` is a Matrix server name: a DNS name, an IPv4 address or a bracketed IPv6
+/// address, with an optional port (the spec's grammar; 1-255 characters).
+pub fn is_server_name(s: &str) -> bool {
+    let (host, port) = match s.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, after)) => {
+                let ok = !addr.is_empty()
+                    && addr.len() <= 45
+                    && addr.bytes().all(|b| b.is_ascii_hexdigit() || b":.".contains(&b));
+                if !ok {
+                    return false;
+                }
+                (addr, after.strip_prefix(':').map(Some).unwrap_or(if after.is_empty() { None } else { Some("") }))
+            }
+            None => return false,
+        },
+        None => match s.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        },
+    };
+    let dns = !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.".contains(&b));
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    (1..=255).contains(&s.len()) && (dns || s.starts_with('[')) && port_ok
+}
+
+/// Checks what the admin chose, naming the flag of each mistake.
+pub fn check(opts: &Options) -> Result<(), Error> {
+    let localpart = |s: &str| {
+        !s.is_empty()
+            && s.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'=' | b'-' | b'/' | b'+'))
+    };
+    let mut problems = Vec::new();
+    if !is_server_name(&opts.server_name) {
+        problems.push("--server-name: not a Matrix server name (a host name or IP address, and an optional :port)");
+    }
+    if !(opts.url.starts_with("http://") || opts.url.starts_with("https://"))
+        || opts.url.contains(['"', '\'', ' ', '<', '>'])
+    {
+        problems.push("--url: must be an http(s) URL where the homeserver reaches richbot");
+    }
+    if !localpart(&opts.sender_localpart) {
+        problems.push("--sender-localpart: only a-z 0-9 . _ = - / + (a Matrix localpart)");
+    }
+    if !localpart(&opts.user_prefix) {
+        problems.push("--user-prefix: only a-z 0-9 . _ = - / + (the start of a Matrix localpart)");
+    }
+    if opts.id.is_empty() || !opts.id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        problems.push("--id: 1 or more of A-Z a-z 0-9 . _ -");
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Invalid(problems.join("\n"))),
+    }
+}
 
 /// Text in a token that says it is a placeholder, not a secret.
 const PLACEHOLDERS: &[&str] = &["CHANGE_ME", "CHANGEME", "changeme", "change_me", "xxx", "secret"];
@@ -71,9 +135,11 @@ pub fn render(opts: &Options) -> String {
     )
 }
 
-/// Writes the registration to `path` (0600), refusing to overwrite unless `force`.
+/// Writes the registration to `path` (0600), refusing to overwrite unless `force`, and
+/// refusing options the homeserver would not take ([`check`]).
 pub fn write(opts: &Options, path: &Path, force: bool) -> Result<(), Error> {
-    crate::files::write_private(path, &render(opts), force)
+    check(opts)?;
+    Ok(crate::files::write_private(path, &render(opts), force)?)
 }
 
 #[cfg(test)]
@@ -125,7 +191,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("registration.yaml");
         std::fs::write(&path, "keep me").expect("write");
-        assert!(matches!(write(&opts(), &path, false), Err(Error::Exists(_))));
+        assert!(matches!(write(&opts(), &path, false), Err(Error::File(crate::files::Error::Exists(_)))));
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "keep me");
         write(&opts(), &path, true).expect("forced");
         assert!(std::fs::read_to_string(&path).expect("read").contains("as_token"));

@@ -32,8 +32,8 @@ pub fn cut(s: &str, max: usize) -> String {
 /// `mxc://server/id`: both parts non-empty, no whitespace, no further slash in the id.
 pub fn is_mxc(s: &str) -> bool {
     s.strip_prefix("mxc://").and_then(|rest| rest.split_once('/')).is_some_and(|(server, id)| {
-        let server_ok = !server.is_empty()
-            && server.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
+        let server_ok =
+            !server.is_empty() && server.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
         let id_ok = !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
         server_ok && id_ok
     })

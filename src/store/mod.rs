@@ -103,7 +103,9 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("cannot open the database file {0}: {1}")]
     File(String, std::io::Error),
-    #[error("{0} is a symbolic link; richbot opens its database only as a regular file (give database.url the real path)")]
+    #[error(
+        "{0} is a symbolic link; richbot opens its database only as a regular file (give database.url the real path)"
+    )]
     Symlink(String),
     #[error("cannot copy: {0}")]
     Copy(String),

@@ -168,3 +168,15 @@ fn no_config_value_or_url_credential_is_echoed_by_any_command() {
     }
     assert!(said.contains("homeserver.url") && said.contains("ftp://hs:***@h"), "{said}");
 }
+
+#[test]
+fn generate_registration_refuses_a_server_name_that_is_not_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("registration.yaml");
+    let out_s = out_path.to_str().expect("utf8");
+    let args = ["generate-registration", "--url", "http://127.0.0.1:9009", "--server-name", "exa'mple.org", "--out", out_s];
+    let out = richbot(&args, "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--server-name: not a Matrix server name"));
+    assert!(!out_path.exists(), "nothing written");
+}
