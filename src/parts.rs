@@ -162,7 +162,7 @@ pub fn room_policy(settings: &Settings) -> room::Policy {
     room::Policy {
         staleness_ms: i64::try_from(bot.staleness_secs.saturating_mul(1000)).unwrap_or(i64::MAX),
         group_requires_mention: bot.group_requires_mention,
-        allow: settings.allow.clone(),
+        access: settings.access.clone(),
         rates: room::Rates {
             per_room_per_minute: l.turns_per_room_per_minute,
             per_asker_per_minute: l.turns_per_user_per_minute,

@@ -51,6 +51,33 @@ pub fn registration(config: &Config, listen: Option<SocketAddr>, reg: &Registrat
     }
 }
 
+/// The exclusive user namespaces of other appservices' registration files (relative
+/// paths from the config's folder), each a problem naming the file when it cannot be read.
+pub fn other_namespaces(files: &[std::path::PathBuf], base: &Path, problems: &mut Vec<String>) -> Vec<Regex> {
+    let mut out = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let path = if file.is_relative() { base.join(file) } else { file.clone() };
+        let parsed = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_norway::from_str::<Registration>(&t).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(reg) => {
+                for ns in reg.namespaces.users.iter().filter(|ns| ns.exclusive) {
+                    match Regex::new(&format!("^(?:{})$", ns.regex)) {
+                        Ok(re) => out.push(re),
+                        Err(e) => problems.push(format!("access.other_registrations[{i}]: {}: {e}", path.display())),
+                    }
+                }
+            }
+            Err(e) => problems.push(format!(
+                "access.other_registrations[{i}]: cannot read {} as a registration: {e}",
+                path.display()
+            )),
+        }
+    }
+    out
+}
+
 /// Whether `allow` admits anyone of this homeserver; if not, a line saying whom it admits.
 pub fn access(config: &Config, patterns: &[String], problems: &mut Vec<String>) {
     let server = &config.homeserver.server_name;

@@ -170,6 +170,13 @@ pub struct Access {
     /// (`*:example.org`). Empty: users of this homeserver only.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// Refused whatever `allow` says: full ids or patterns with `*`.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Other appservices' registration files: their exclusive user namespaces (bridged
+    /// puppets, other bots) are refused.
+    #[serde(default)]
+    pub other_registrations: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

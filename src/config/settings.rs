@@ -19,7 +19,8 @@ pub struct Settings {
     pub personas: Vec<Persona>,
     /// Each persona's LLM endpoint, in the order of `personas`.
     pub endpoints: Vec<super::Endpoint>,
-    pub allow: Vec<Regex>,
+    /// `[access]`, compiled.
+    pub access: crate::room::Admission,
     /// `limits.exempt`, compiled.
     pub exempt: Vec<Regex>,
     /// Who may use each `[[mcp]]` server's tools, in order.
@@ -50,6 +51,6 @@ impl Settings {
 
     /// Whether `user_id` may invite and talk to the personas.
     pub fn allowed(&self, user_id: &str) -> bool {
-        self.allow.iter().any(|re| re.is_match(user_id))
+        self.access.admits(user_id)
     }
 }

@@ -146,6 +146,10 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     };
     cross::access(&config, &config.access.allow, &mut problems);
     let allow = mcp::patterns("access.allow", &patterns, &mut problems);
+    let allow = allow.into_iter().zip(&patterns).map(|(re, p)| (re, p.contains('*'))).collect();
+    let mut deny = mcp::patterns("access.deny", &config.access.deny, &mut problems);
+    deny.extend(cross::other_namespaces(&config.access.other_registrations, base, &mut problems));
+    let access = crate::room::Admission::new(allow, deny);
     let exempt = mcp::patterns("limits.exempt", &config.limits.exempt, &mut problems);
     let mut found = endpoints::Found { problems: &mut problems, warnings: &mut warnings, base };
     let mcp_access = mcp::validate(&mut config.mcp, &personas, &mut found);
@@ -174,7 +178,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
             api_key,
             personas,
             endpoints,
-            allow,
+            access,
             exempt,
             mcp_access,
             warnings,

@@ -19,8 +19,8 @@ pub struct Policy {
     pub staleness_ms: i64,
     /// In group rooms, answer only when addressed.
     pub group_requires_mention: bool,
-    /// Who may invite and talk to the personas (`access.allow`).
-    pub allow: Vec<Regex>,
+    /// Who may invite and talk to the personas (`[access]`).
+    pub access: super::Admission,
     /// Turn rate limits.
     pub rates: Rates,
     /// Leave encrypted rooms (after saying why), or stay silent in them.
@@ -42,7 +42,7 @@ pub struct Rates {
 
 impl Policy {
     pub fn allowed(&self, user: &UserId) -> bool {
-        self.allow.iter().any(|re| re.is_match(user.as_str()))
+        self.access.admits(user.as_str())
     }
 }
 

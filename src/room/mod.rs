@@ -16,6 +16,7 @@
 //!
 //! Nothing here calls the LLM; everything that does is in `turn`.
 
+mod admission;
 mod command;
 mod commands;
 mod facts;
@@ -37,6 +38,7 @@ use crate::queue::RoomQueue;
 use crate::store::{self, Store};
 use crate::turn::Turns;
 
+pub use admission::Admission;
 pub use facts::{Policy, Rates};
 pub use leases::Leases;
 pub use scheduler::Stop;

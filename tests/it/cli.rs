@@ -174,7 +174,8 @@ fn generate_registration_refuses_a_server_name_that_is_not_one() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_path = dir.path().join("registration.yaml");
     let out_s = out_path.to_str().expect("utf8");
-    let args = ["generate-registration", "--url", "http://127.0.0.1:9009", "--server-name", "exa'mple.org", "--out", out_s];
+    let args =
+        ["generate-registration", "--url", "http://127.0.0.1:9009", "--server-name", "exa'mple.org", "--out", out_s];
     let out = richbot(&args, "");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--server-name: not a Matrix server name"));

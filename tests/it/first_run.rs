@@ -425,3 +425,33 @@ async fn futures_join_all<F: std::future::Future>(futures: impl Iterator<Item = 
     out.extend(results.into_iter().flatten());
     out
 }
+
+#[test]
+fn the_default_access_admits_members_but_not_guests_or_other_appservices_users() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    offline_registration(dir.path(), 9009);
+    std::fs::write(
+        dir.path().join("bridge.yaml"),
+        "id: bridge\nurl: \"http://127.0.0.1:29318\"\nas_token: bridge_as_token_long_enough\nhs_token: bridge_hs_token_long_enough\n\
+         sender_localpart: bridgebot\nnamespaces:\n  users: [{exclusive: true, regex: '@whatsapp_.*:localhost'}]\n",
+    )
+    .expect("bridge registration");
+    let config = offline_config(
+        dir.path(),
+        9009,
+        "[access]\ndeny = [\"@mallory:localhost\"]\nother_registrations = [\"bridge.yaml\"]\n",
+    );
+    let settings = richbot::config::load(&config, std::iter::empty()).expect("valid");
+    for (user, admitted) in [
+        ("@alice:localhost", true),
+        ("@12345:localhost", false),
+        ("@whatsapp_4915550:localhost", false),
+        ("@mallory:localhost", false),
+        ("@eve:elsewhere.org", false),
+    ] {
+        assert_eq!(settings.allowed(user), admitted, "{user}");
+    }
+    let missing = offline_config(dir.path(), 9009, "[access]\nother_registrations = [\"gone.yaml\"]\n");
+    let e = richbot::config::load(&missing, std::iter::empty()).expect_err("unreadable").to_string();
+    assert!(e.contains("access.other_registrations[0]: cannot read"), "{e}");
+}
