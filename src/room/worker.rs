@@ -107,9 +107,11 @@ impl Worker {
         let mut started: Vec<Started<'_>> = Vec::new();
         for event in &events {
             match event.event_type.as_str() {
+                // Applied and done at once: a later event that fails the step must not
+                // make this one (a join and its greeting) happen again.
                 "m.room.member" => {
                     self.apply_membership(event).await?;
-                    quiet.push(event.seq);
+                    self.store.mark_processed(&[event.seq]).await?;
                 }
                 "m.room.redaction" => {
                     let redacts = event.event.get("redacts").or_else(|| event.content().get("redacts"));

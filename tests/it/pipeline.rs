@@ -142,3 +142,36 @@ async fn model_calls_in_flight_never_pass_the_llm_concurrency_limit() {
         assert_eq!(llm.most_at_once(), limit, "limit {limit}, {calls} calls at once");
     }
 }
+
+#[tokio::test]
+async fn an_invite_greets_once_when_a_later_event_of_its_transaction_fails_for_a_while() {
+    // Leaving fails for a while (the homeserver is unavailable): the step that applied the
+    // invite (and greeted) fails on the next event, and runs again later.
+    let leaves = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = leaves.clone();
+    let fake = FakeHs::start(move |r| {
+        if r.path().ends_with("/joined_members") {
+            Reply::ok(json!({"joined": {"@richbot:x": {}, "@alice:x": {}}}))
+        } else if r.path().ends_with("/leave") && counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 8 {
+            Reply::unavailable(502)
+        } else {
+            Reply::ok(json!({"event_id": "$sent"}))
+        }
+    })
+    .await;
+    let greeting = "[[personas]]\nlocalpart = \"richbot\"\ngreeting = \"Hello, I'm here.\"\n";
+    let bot = Bot::start(&fake.url, "http://127.0.0.1:9/v1", greeting).await;
+    let left = json!({"event_id": "$left", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.member",
+        "state_key": "@alice:x", "origin_server_ts": 2, "content": {"membership": "leave"}});
+    bot.push("1", vec![invite(), left]).await;
+    let store = bot.store.clone();
+    eventually("the leave is applied in the end", Duration::from_secs(60), || {
+        let store = store.clone();
+        async move { store.event(ruma::event_id!("$left")).await.expect("query").filter(|e| e.processed) }
+    })
+    .await;
+    let greetings = fake.sent().iter().filter(|b| b["body"] == "Hello, I'm here.").count();
+    assert_eq!(greetings, 1, "greeted once: {:?}", fake.sent());
+    assert!(leaves.load(std::sync::atomic::Ordering::SeqCst) > 8, "the failing step ran again");
+    bot.stop().await;
+}
