@@ -75,12 +75,29 @@ impl Client {
         parse_field::<OwnedEventId>(&answer, "event_id")
     }
 
-    /// `GET /_matrix/client/v3/rooms/{roomId}/messages?dir=b` as `user`: the room's last
-    /// `limit` events, newest first.
-    pub async fn recent_events(&self, room: &RoomId, user: &UserId, limit: u32) -> Result<Vec<Value>, Error> {
-        let path = format!("/_matrix/client/v3/rooms/{}/messages?dir=b&limit={limit}", enc(room.as_str()));
+    /// `GET /_matrix/client/v3/rooms/{roomId}/messages?dir=b` as `user`: one page of the
+    /// room's events, newest first, from `from` (a token of the last page; the newest when
+    /// `None`), only those `filter` (a `RoomEventFilter`) admits; and the next page's token.
+    pub async fn events_back(
+        &self,
+        room: &RoomId,
+        user: &UserId,
+        filter: &Value,
+        from: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<Value>, Option<String>), Error> {
+        let mut path = format!(
+            "/_matrix/client/v3/rooms/{}/messages?dir=b&limit={limit}&filter={}",
+            enc(room.as_str()),
+            enc(&filter.to_string())
+        );
+        if let Some(from) = from {
+            path.push_str(&format!("&from={}", enc(from)));
+        }
         let answer = self.call(Method::GET, &path, Some(user), None).await?;
-        Ok(answer.get("chunk").and_then(Value::as_array).cloned().unwrap_or_default())
+        let chunk = answer.get("chunk").and_then(Value::as_array).cloned().unwrap_or_default();
+        let end = answer.get("end").and_then(Value::as_str).map(str::to_owned);
+        Ok((chunk, end))
     }
 
     /// `GET /_matrix/client/v3/rooms/{roomId}/state` as `user`: the room's current state

@@ -134,7 +134,7 @@ impl Outbox {
             OutboxState::Sent(id) => Ok((row.txn_id, Some(Landed { id, content: None }))),
             OutboxState::Failed(reason) => Err(Error::Refused(reason)),
             OutboxState::Pending if row.attempts > 0 => {
-                let found = marker::find(&self.matrix, w.room, w.persona, &row.txn_id).await?;
+                let found = marker::find(&self.matrix, w.room, w.persona, &row.txn_id, row.created_at).await?;
                 Ok((row.txn_id, found))
             }
             OutboxState::Pending => Ok((row.txn_id, None)),

@@ -39,6 +39,8 @@ pub struct OutboxRow {
     pub attempts: i64,
     /// Whether the row was made for the same room, kind and content as this claim.
     pub same: bool,
+    /// When the write was first claimed (ms): it cannot have landed before.
+    pub created_at: i64,
 }
 
 impl Store {
@@ -60,7 +62,7 @@ impl Store {
         .execute(&self.writer)
         .await?;
         let row = sqlx::query(
-            "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash FROM outbox
+            "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash, created_at FROM outbox
              WHERE turn_id = $1 AND seq = $2",
         )
         .bind(w.turn)
@@ -76,7 +78,13 @@ impl Store {
         let same = row.try_get::<String, _>("room_id")? == w.room.as_str()
             && row.try_get::<Option<String>, _>("kind")?.is_none_or(|k| k == w.kind)
             && row.try_get::<Option<String>, _>("content_hash")?.is_none_or(|h| h == w.content_hash);
-        Ok(OutboxRow { txn_id: row.try_get("txn_id")?, state, attempts: row.try_get("attempts")?, same })
+        Ok(OutboxRow {
+            txn_id: row.try_get("txn_id")?,
+            state,
+            attempts: row.try_get("attempts")?,
+            same,
+            created_at: row.try_get("created_at")?,
+        })
     }
 
     /// Counts an attempt at a write.

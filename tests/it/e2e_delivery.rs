@@ -80,6 +80,41 @@ async fn a_write_whose_outcome_was_lost_is_found_by_its_marker_not_sent_again() 
     assert_eq!(env.llm.requests().len(), 1, "the recorded reply was replayed");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_write_is_found_by_its_marker_however_busy_the_room_was_since() {
+    let mut env = Env::start().await;
+    env.llm.respond_with(|_| text("Said once, then buried."));
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+    env.alice.say(&room, "Richbot, say something").await;
+    env.wait_turns(&room, 1).await;
+    env.bot.stop().await;
+    sqlx::any::install_default_drivers();
+    let db = sqlx::AnyPool::connect(&env.db_url).await.expect("db");
+    for sql in [
+        "UPDATE outbox SET state = 'pending', event_id = NULL",
+        "DELETE FROM sent_messages",
+        "UPDATE turns SET state = 'running', outcome = NULL",
+        "UPDATE events SET processed = 0 WHERE turn_id IS NOT NULL",
+        "INSERT INTO turn_replies (turn_id, round, reply) SELECT id, 1, \
+         '{\"text\":\"Said once, then buried.\",\"tool_calls\":[],\"usage\":{\"prompt\":100,\"completion\":20}}' FROM turns",
+    ] {
+        sqlx::query(sql).execute(&db).await.expect(sql);
+    }
+    db.close().await;
+    // More than a page of chatter buries the answer, and Synapse forgets its txn ids.
+    for i in 0..150 {
+        env.bob.say(&room, &format!("chatter {i}")).await;
+    }
+    tokio::task::block_in_place(|| env.synapse.restart());
+    env.start_bot_again().await;
+    let turns = env.wait_turns(&room, 1).await;
+    assert_eq!(turns[0].0, "answered");
+    assert_eq!(env.alice.messages_from(&room, BOT).await.len(), 1, "adopted, not sent again");
+    assert_eq!(env.llm.requests().len(), 1, "the recorded reply was replayed");
+}
+
 /// The scripted model for fault injection: for the question `Qn` of the conversation, a
 /// tracker (`rich_send`), then its edit (`rich_edit`), then the final text.
 fn scripted_model(request: &Value) -> Step {
