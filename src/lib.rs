@@ -144,6 +144,10 @@ pub async fn run(
     let bot = &settings.config.bot;
     let bot_parallel = bot.max_parallel_rooms;
     let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
+    let outbox = match &leases {
+        Some(l) => outbox.fenced(l.holder()),
+        None => outbox,
+    };
     let budget = parts::budget(&settings);
     let turns = turn::Turns::new(
         store.clone(),

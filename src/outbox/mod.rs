@@ -85,13 +85,31 @@ pub struct Outbox {
     store: Store,
     instance: String,
     interval_ms: i64,
+    /// Among several instances: this one's lease holder name, checked before each write.
+    fence: Option<std::sync::Arc<str>>,
 }
 
 impl Outbox {
     /// `instance` is this installation's id (`Store::instance_id`); `interval_ms` the pace
     /// of writes to one message.
     pub fn new(matrix: matrix::Client, store: Store, instance: String, interval_ms: u64) -> Self {
-        Self { matrix, store, instance, interval_ms: i64::try_from(interval_ms).unwrap_or(i64::MAX) }
+        Self { matrix, store, instance, interval_ms: i64::try_from(interval_ms).unwrap_or(i64::MAX), fence: None }
+    }
+
+    /// Among several instances: writes of a turn whose room this instance (`holder`) no
+    /// longer leases are not made (the turn is suspended, and the new holder resumes it).
+    pub fn fenced(self, holder: &str) -> Self {
+        Self { fence: Some(holder.into()), ..self }
+    }
+
+    /// Whether this instance may still act for `turn` (always, alone on a database).
+    pub async fn holds(&self, turn: i64) -> Result<(), Error> {
+        let Some(holder) = &self.fence else { return Ok(()) };
+        if self.store.holds_turn_room(turn, holder, now_ms()).await? {
+            return Ok(());
+        }
+        tracing::warn!(turn, "this instance no longer holds the turn's room; stopping it here");
+        Err(Error::Unavailable("this instance's lease on the room ended; another instance takes it over".to_owned()))
     }
 
     /// The pace of writes to one message, in milliseconds.
@@ -112,6 +130,7 @@ impl Outbox {
     /// Claims a write; `Ok((txn, Some(found)))` if it already landed (or is found to have,
     /// with the content it landed with).
     async fn claim(&self, w: &Write<'_>, kind: &str, content: &Value) -> Result<(String, Option<Landed>), Error> {
+        self.holds(w.id.turn).await?;
         let txn_id = format!("rb.{}.{}.{}", self.instance, w.id.turn, w.id.seq);
         // A live write (a streamed answer as it grows) differs run to run by nature: its id
         // alone says what it is.

@@ -196,4 +196,17 @@ impl Store {
             .await?;
         row.map(|r| Ok((r.try_get("holder")?, r.try_get("expires_at")?))).transpose()
     }
+
+    /// Whether `holder` still holds a live lease on the room of `turn` at `now`: the fence
+    /// an instance checks before each write and tool call, so one frozen past its lease
+    /// (whose room another instance took over) does nothing more there.
+    pub async fn holds_turn_room(&self, turn: i64, holder: &str, now: i64) -> Result<bool> {
+        let sql = format!(
+            "SELECT 1 AS one FROM room_leases JOIN turns t ON t.room_id = room_leases.room_id
+             WHERE t.id = $1 AND room_leases.holder = $2 AND {}",
+            self.live("room_leases", "$3")
+        );
+        let row = sqlx::query(&sql).bind(turn).bind(holder).bind(now).fetch_optional(&self.writer).await?;
+        Ok(row.is_some())
+    }
 }

@@ -54,6 +54,8 @@ impl Runner<'_> {
             return self.record(nth, Err(unknown)).await;
         }
         let call = self.kit.mcp.call(server, name, args.clone());
+        // Fenced: an instance that lost the room's lease makes no call (it would run twice).
+        let fence = || async { self.outbox.holds(self.turn).await.map_err(super::runner::outbox_error) };
         let result = if tool.needs_approval {
             let asked = approve::ask(self, tool, args, nth).await?;
             let spent = match asked.approval {
@@ -67,10 +69,12 @@ impl Runner<'_> {
                 let refused = ToolError::new(ToolErrorCode::NotApproved, asked.refusal());
                 return self.record(nth, Err(refused)).await;
             }
+            fence().await?;
             self.store.start_tool(self.turn, nth, crate::clock::now_ms()).await.map_err(store_stop)?;
             let (result, ()) = tokio::join!(call, approve::close(self, &asked, nth));
             result
         } else {
+            fence().await?;
             self.store.start_tool(self.turn, nth, crate::clock::now_ms()).await.map_err(store_stop)?;
             call.await
         };

@@ -200,3 +200,19 @@ async fn an_approval_decided_by_one_instance_releases_the_turn_waiting_on_anothe
     let decision = decided.expect("the waiting turn saw the decision well before the deadline");
     assert_eq!(decision.expect("task").expect("wait"), Decision::Allow);
 }
+
+#[tokio::test]
+async fn the_fence_holds_only_for_the_live_holder_of_the_turns_room() {
+    let (a, b, _dir) = two_instances().await;
+    let room = room_id!("!fenced:x");
+    let turn = a.start_turn(room, user_id!("@bot:x"), user_id!("@alice:x"), &[], None, NOW).await.expect("turn");
+    assert!(!a.holds_turn_room(turn.id, "a", NOW).await.expect("fence"), "no lease, no writes");
+    assert!(a.claim_room(room, ("a", None), NOW, LEASE).await.expect("claim"));
+    assert!(a.holds_turn_room(turn.id, "a", NOW + 1).await.expect("fence"));
+    assert!(!b.holds_turn_room(turn.id, "b", NOW + 1).await.expect("fence"), "not another instance");
+    // a froze past its lease; b took the room over: a's writes are fenced off.
+    assert!(!a.holds_turn_room(turn.id, "a", NOW + LEASE).await.expect("fence"));
+    assert!(b.claim_room(room, ("b", None), NOW + LEASE, LEASE).await.expect("takeover"));
+    assert!(!a.holds_turn_room(turn.id, "a", NOW + LEASE + 1).await.expect("fence"));
+    assert!(b.holds_turn_room(turn.id, "b", NOW + LEASE + 1).await.expect("fence"));
+}
