@@ -116,28 +116,49 @@ async fn ping(settings: &Settings, parts: &Parts) -> Result<String, String> {
     if let Some(task) = local {
         task.abort();
     }
-    let url = settings.registration.url.as_deref().unwrap_or("unset");
-    let path = settings.config.appservice.registration.display();
     match answer {
         Ok(Ok(ms)) => Ok(format!("homeserver -> richbot -> homeserver in {ms} ms")),
-        Ok(Err(e @ matrix::Error::Refused { .. })) => Err(match e.errcode().unwrap_or_default() {
-            "M_BAD_STATUS" if e.to_string().contains("(status 403)") => format!(
-                "richbot refused the homeserver's token ({e}): the homeserver has a different hs_token than the \
-                 registration richbot reads ({path}); give the homeserver this same file and restart it"
-            ),
-            "M_CONNECTION_FAILED" | "M_CONNECTION_TIMEOUT" => format!(
-                "the homeserver could not reach richbot at the registration's url, {url} ({e}); richbot listens on \
-                 appservice.listen = {}",
+        Ok(Err(e)) => Err(ping_failure(settings, &e)),
+        Err(_) => {
+            let url = settings.registration.url.as_deref().unwrap_or("unset");
+            Err(format!("no answer within 15 s; is {url} reachable from the homeserver?"))
+        }
+    }
+}
+
+/// What a failed appservice ping means, and what to do: for `check`, and for `serve`'s
+/// one warning at start.
+pub fn ping_failure(settings: &Settings, e: &matrix::Error) -> String {
+    let url = settings.registration.url.as_deref().unwrap_or("unset");
+    let path = settings.config.appservice.registration.display();
+    match e.errcode().unwrap_or_default() {
+        "M_BAD_STATUS" if e.to_string().contains("(status 403)") => format!(
+            "richbot refused the homeserver's token ({e}): the homeserver has a different hs_token than the \
+             registration richbot reads ({path}); give the homeserver this same file and restart it"
+        ),
+        // richbot listens where its registration says: the homeserver must be looking
+        // elsewhere, with a registration of its own (an older file, or another url).
+        "M_CONNECTION_FAILED" | "M_CONNECTION_TIMEOUT" if url.ends_with(&format!(":{}", settings.listen.port())) => {
+            format!(
+                "the homeserver could not reach richbot ({e}), though richbot listens on {} as its registration \
+                 ({path}) says ({url}): the homeserver must be using another url, from an older or different \
+                 registration; give it {path} and restart it",
                 settings.listen
-            ),
-            "M_UNKNOWN_TOKEN" | "M_FORBIDDEN" => format!(
-                "the homeserver does not know this registration ({e}): add {path} to app_service_config_files and \
-                 restart the homeserver"
-            ),
-            _ => format!("{e} (is the registration's url, {url}, reachable from the homeserver?)"),
-        }),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within 15 s; is {url} reachable from the homeserver?")),
+            )
+        }
+        "M_CONNECTION_FAILED" | "M_CONNECTION_TIMEOUT" => format!(
+            "the homeserver could not reach richbot at the registration's url, {url} ({e}); richbot listens on \
+             appservice.listen = {}: make that url reach it from the homeserver",
+            settings.listen
+        ),
+        "M_URL_NOT_SET" => {
+            format!("the homeserver's registration has no url ({e}): give it {path} (url {url}) and restart it")
+        }
+        "M_UNKNOWN_TOKEN" | "M_FORBIDDEN" => format!(
+            "the homeserver does not know this registration ({e}): add {path} to app_service_config_files and \
+             restart the homeserver"
+        ),
+        _ => format!("{e} (is the registration's url, {url}, reachable from the homeserver?)"),
     }
 }
 

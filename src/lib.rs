@@ -180,6 +180,7 @@ pub async fn run(
     // sends them at once.
     let registration = settings.config.appservice.registration.clone();
     let (pinger, appservice_id) = (matrix_for_ping, settings.registration.id.clone());
+    let ping_settings = settings.clone();
     let registrar = tokio::spawn(async move {
         let mut wait = Duration::from_secs(1);
         loop {
@@ -187,9 +188,12 @@ pub async fn run(
                 Ok(()) => {
                     match pinger.ping(&appservice_id, "richbot-start").await {
                         Ok(ms) => tracing::debug!(ms, "the homeserver reached richbot; queued transactions follow"),
-                        Err(e) => {
-                            tracing::debug!(error = %e, "start-up ping failed; the homeserver retries on its own")
-                        }
+                        // Said once, with the fix: a homeserver that cannot reach richbot
+                        // never delivers anything, and nothing else would say so.
+                        Err(e) => tracing::warn!(
+                            fix = %check::ping_failure(&ping_settings, &e),
+                            "the homeserver could not reach richbot at start"
+                        ),
                     }
                     break;
                 }

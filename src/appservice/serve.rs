@@ -2,9 +2,13 @@
 //! that no one can hold richbot's file descriptors for free, without the homeserver
 //! token: a request's head must arrive within [`HEADER_READ`], a kept-alive connection
 //! with no request in flight is closed after [`IDLE`], and at most `max_connections`
-//! are open at once. One over the cap is closed at once, never queued: a flood of idle
-//! or half-sent requests costs its sender sockets and richbot nothing lasting, and the
-//! descriptors richbot needs for the homeserver, the database and the model stay free.
+//! are open at once. At the cap, a new connection takes the place of the one idle the
+//! longest (none in flight: a half-sent head counts as idle); when every one is busy, the
+//! new one is closed at once, never queued. So a flood of idle or half-sent requests
+//! costs its sender sockets and richbot nothing lasting, the homeserver's next
+//! connection still gets in, and the descriptors richbot needs for the homeserver, the
+//! database and the model stay free. [`IDLE`] is longer than Synapse keeps an idle
+//! connection (2 minutes), so it is Synapse that closes its own, never richbot under it.
 //!
 //! Lifecycle of a connection: accepted (a slot taken) -> requests served in turn, each
 //! head within its deadline -> closed by the client, by idleness, or gracefully at
@@ -28,7 +32,9 @@ use tokio::sync::{Semaphore, watch};
 /// A request's head (request line and headers) must arrive within this.
 pub const HEADER_READ: Duration = Duration::from_secs(10);
 /// A kept-alive connection with nothing in flight is closed after this.
-pub const IDLE: Duration = Duration::from_secs(60);
+pub const IDLE: Duration = Duration::from_secs(150);
+/// How long a connection at the cap waits for the one it evicts to close.
+const EVICTION_WAIT: Duration = Duration::from_millis(200);
 /// Open connections at most unless configured (`appservice.max_connections`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
@@ -41,9 +47,11 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(max_connections.max(1)));
     let (closing, closed) = watch::channel(false);
+    let open: Open = Arc::default();
     let mut connections = tokio::task::JoinSet::new();
     let mut refused = Refusals::default();
     let mut shutdown = pin!(shutdown);
+    let mut next_id = 0u64;
     loop {
         let stream = tokio::select! {
             () = &mut shutdown => break,
@@ -58,15 +66,26 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            refused.over_cap(max_connections);
-            drop(stream);
-            continue;
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                evict_idlest(&open);
+                match tokio::time::timeout(EVICTION_WAIT, slots.clone().acquire_owned()).await {
+                    Ok(Ok(slot)) => slot,
+                    _ => {
+                        refused.over_cap(max_connections);
+                        drop(stream);
+                        continue;
+                    }
+                }
+            }
         };
         let _ = stream.set_nodelay(true);
-        let (app, closed) = (app.clone(), closed.clone());
+        next_id += 1;
+        let (app, closed, open, id) = (app.clone(), closed.clone(), open.clone(), next_id);
         connections.spawn(async move {
-            connection(stream, app, closed).await;
+            connection(stream, app, closed, (&open, id)).await;
+            lock(&open).remove(&id);
             drop(slot);
         });
         while connections.try_join_next().is_some() {}
@@ -74,6 +93,26 @@ pub async fn serve(
     let _ = closing.send(true);
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The open connections' activity, by number.
+type Open = Arc<std::sync::Mutex<std::collections::HashMap<u64, Arc<Activity>>>>;
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Tells the connection idle the longest (nothing in flight) to close.
+fn evict_idlest(open: &Open) {
+    let open = lock(open);
+    let idlest = open
+        .values()
+        .filter(|a| a.in_flight.load(Ordering::Acquire) == 0 && !a.evicted.load(Ordering::Acquire))
+        .min_by_key(|a| a.opened + Duration::from_millis(a.last.load(Ordering::Relaxed)));
+    if let Some(a) = idlest {
+        a.evicted.store(true, Ordering::Release);
+        a.close.notify_one();
+    }
 }
 
 /// Says (at most once a minute) that connections were refused, and how many.
@@ -95,7 +134,11 @@ impl Refusals {
 
     fn over_cap(&mut self, cap: usize) {
         if let Some(n) = self.due() {
-            tracing::warn!(refused = n, cap, "connections over appservice.max_connections were closed at once");
+            tracing::warn!(
+                refused = n,
+                cap,
+                "connections over appservice.max_connections, all busy, were closed at once"
+            );
         }
     }
 
@@ -106,16 +149,26 @@ impl Refusals {
     }
 }
 
-/// When a connection last moved bytes (ms since it opened), and its requests in flight.
-#[derive(Default)]
+/// When a connection opened and last moved bytes (ms after), its requests in flight, and
+/// the signal that evicts it.
 struct Activity {
+    opened: Instant,
     last: AtomicU64,
     in_flight: AtomicUsize,
+    evicted: std::sync::atomic::AtomicBool,
+    close: tokio::sync::Notify,
 }
 
-async fn connection(stream: TcpStream, app: Router, mut closed: watch::Receiver<bool>) {
+async fn connection(stream: TcpStream, app: Router, mut closed: watch::Receiver<bool>, (open, id): (&Open, u64)) {
     let opened = Instant::now();
-    let activity = Arc::new(Activity::default());
+    let activity = Arc::new(Activity {
+        opened,
+        last: AtomicU64::new(0),
+        in_flight: AtomicUsize::new(0),
+        evicted: std::sync::atomic::AtomicBool::new(false),
+        close: tokio::sync::Notify::new(),
+    });
+    lock(open).insert(id, activity.clone());
     let io = TokioIo::new(Tracked { inner: stream, activity: activity.clone(), opened });
     let service = Counted { inner: TowerToHyperService::new(app), activity: activity.clone() };
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -132,6 +185,12 @@ async fn connection(stream: TcpStream, app: Router, mut closed: watch::Receiver<
                 if changed.is_ok() {
                     conn.as_mut().graceful_shutdown();
                 }
+            }
+            () = activity.close.notified(), if !closing => {
+                if activity.in_flight.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                activity.evicted.store(false, Ordering::Release);
             }
             () = tokio::time::sleep_until(idle_until) => {
                 let moved = Duration::from_millis(activity.last.load(Ordering::Relaxed)) > last;

@@ -134,7 +134,8 @@ impl Store {
         Ok(())
     }
 
-    /// What `user` used over the rolling day before `now`: tokens, and turns they asked.
+    /// What `user` used over the rolling day before `now`: tokens, and the turns of theirs
+    /// that asked the model.
     pub async fn day_use(&self, user: &UserId, now: i64) -> Result<DayUse> {
         let since = now - DAY_MS;
         let tokens: i64 = sqlx::query(
@@ -145,12 +146,16 @@ impl Store {
         .fetch_one(&self.pool)
         .await?
         .try_get("n")?;
-        let turns: i64 = sqlx::query("SELECT COUNT(*) AS n FROM turns WHERE asker = $1 AND started_at > $2")
-            .bind(user.as_str())
-            .bind(since)
-            .fetch_one(&self.pool)
-            .await?
-            .try_get("n")?;
+        // Turns that asked the model: not richbot's own notices (commands, limits) and not
+        // those refused before any model call.
+        let turns: i64 = sqlx::query(
+            "SELECT COUNT(*) AS n FROM turns WHERE asker = $1 AND started_at > $2 AND notice IS NULL AND rounds > 0",
+        )
+        .bind(user.as_str())
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?
+        .try_get("n")?;
         Ok(DayUse { tokens: tokens.unsigned_abs(), turns: turns.unsigned_abs() })
     }
 

@@ -176,6 +176,7 @@ async fn a_spent_user_budget_gives_one_notice_and_no_llm_call_even_after_a_resta
     })
     .await;
     assert!(usage.contains("9000 tokens") && usage.contains("10000 tokens a day"), "{usage}");
+    assert!(usage.contains("in 1 turn(s)"), "only the turn that asked the model counts: {usage}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

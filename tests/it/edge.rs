@@ -320,3 +320,62 @@ async fn chatter_in_an_idle_group_room_is_settled_at_the_door_and_a_mention_is_n
         e.store.pending_events(room).await.expect("pending").iter().map(|e| e.event_id.to_string()).collect();
     assert_eq!(pending, ["$n", "$f"], "chatter behind a question waits behind it, whichever instance took it");
 }
+
+/// One HTTP/1.1 request on `stream`, keeping it open; the status line's code, or `None`
+/// when the server closed the connection.
+async fn get_on(stream: &mut tokio::net::TcpStream, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut buf = vec![0u8; 1024];
+    let n = stream.read(&mut buf).await.ok()?;
+    let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+    head.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_an_idle_connection_makes_room_and_busy_ones_do_not() {
+    // The slow route says when a request is in it, so the test knows both are busy.
+    let (entered, mut inside) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let app = axum::Router::new().route("/fast", axum::routing::get(|| async { "ok" })).route(
+        "/slow",
+        axum::routing::get(move || {
+            let entered = entered.clone();
+            async move {
+                let _ = entered.send(());
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                "slow"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(richbot::appservice::serve(listener, app, 2, async {
+        let _ = stopped.await;
+    }));
+    let connect = || tokio::net::TcpStream::connect(addr);
+    // Two kept-alive connections, idle after one request each: the cap.
+    let mut idle1 = connect().await.expect("connect");
+    assert_eq!(get_on(&mut idle1, "/fast").await, Some(200));
+    let mut idle2 = connect().await.expect("connect");
+    assert_eq!(get_on(&mut idle2, "/fast").await, Some(200));
+    // A third gets in: the idlest makes room.
+    let mut third = connect().await.expect("connect");
+    assert_eq!(get_on(&mut third, "/fast").await, Some(200), "an idle connection made room");
+    assert_eq!(get_on(&mut idle1, "/fast").await, None, "the idlest was closed");
+    // Both open ones busy: a new one is closed at once, not queued.
+    let (mut a, mut b) = (third, idle2);
+    let busy_a = tokio::spawn(async move { get_on(&mut a, "/slow").await });
+    let busy_b = tokio::spawn(async move { get_on(&mut b, "/slow").await });
+    for _ in 0..2 {
+        inside.recv().await.expect("a slow request is in");
+    }
+    let mut late = connect().await.expect("the kernel accepts");
+    let started = std::time::Instant::now();
+    assert_eq!(get_on(&mut late, "/fast").await, None, "refused while every connection is busy");
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "at once, not after the busy ones");
+    assert_eq!((busy_a.await.expect("a"), busy_b.await.expect("b")), (Some(200), Some(200)), "busy ones finish");
+    let _ = stop.send(());
+    server.await.expect("join").expect("served");
+}

@@ -455,3 +455,35 @@ fn the_default_access_admits_members_but_not_guests_or_other_appservices_users()
     let e = richbot::config::load(&missing, std::iter::empty()).expect_err("unreadable").to_string();
     assert!(e.contains("access.other_registrations[0]: cannot read"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_warns_once_with_the_fix_when_the_homeserver_cannot_reach_it() {
+    let mut env = crate::support::Env::start().await;
+    env.bot.stop().await;
+    // richbot listens elsewhere than the url the homeserver was given (as behind a
+    // load balancer that is down): the start-up ping fails.
+    let port = free_port();
+    let text = std::fs::read_to_string(&env.config_path).expect("config");
+    let text = text
+        .replace(&format!("listen = \"{}\"", env.bot_addr), &format!("listen = \"127.0.0.1:{port}\""))
+        .replace("[appservice]\n", "[appservice]\nbehind_proxy = true\n");
+    let moved = env.dir.path().join("moved.toml");
+    std::fs::write(&moved, text).expect("write");
+    let health = format!("http://127.0.0.1:{port}/health");
+    let mut serve = crate::support::serve_binary(&moved, Stdio::piped(), &health).await;
+    let stderr = serve.stderr.take().expect("stderr");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
+    let warned = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("WARN") && line.contains("could not reach richbot at start") {
+                return line;
+            }
+        }
+        String::new()
+    })
+    .await
+    .expect("the warning, within a minute");
+    assert!(warned.contains("make that url reach it from the homeserver"), "{warned}");
+    serve.kill().await.expect("kill");
+    env.start_bot_again().await;
+}
