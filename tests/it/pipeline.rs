@@ -175,3 +175,58 @@ async fn an_invite_greets_once_when_a_later_event_of_its_transaction_fails_for_a
     assert!(leaves.load(std::sync::atomic::Ordering::SeqCst) > 8, "the failing step ran again");
     bot.stop().await;
 }
+
+#[tokio::test]
+async fn a_refused_final_edit_ends_the_live_message_and_the_rest_follows_as_new_messages() {
+    let sends = std::sync::atomic::AtomicUsize::new(0);
+    let fake = FakeHs::start(move |r| {
+        let path = r.path();
+        if path.ends_with("/joined_members") {
+            return Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}));
+        }
+        if path.ends_with("/messages") {
+            return Reply::ok(json!({"chunk": []}));
+        }
+        if !path.contains("/send/m.room.message/") {
+            return Reply::ok(json!({}));
+        }
+        // The final edit (an edit with no live marker) is refused as too large, once;
+        // the edit that ends the message with "continued below" is taken.
+        let body = &r.body;
+        let is_final_edit = body["m.relates_to"]["rel_type"] == "m.replace"
+            && body["m.new_content"].get("org.matrix.msc4357.live").is_none()
+            && !body["body"].as_str().is_some_and(|b| b.contains("continued below"));
+        if is_final_edit {
+            return Reply::refused(413, "M_TOO_LARGE", "event too large");
+        }
+        let n = sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Reply::ok(json!({"event_id": format!("$sent{n}")}))
+    })
+    .await;
+    let llm = FakeLlm::start().await;
+    let pieces: Vec<String> = (0..20).map(|i| format!("Sentence number {i} of a long answer. ")).collect();
+    llm.script([crate::support::llm::Step::Pieces(pieces.clone(), Duration::from_millis(150))]);
+    let bot = Bot::start(&fake.url, &llm.base_url, "[bot]\nedit_interval_ms = 300\n").await;
+    bot.push("1", vec![invite()]).await;
+    bot.push("2", vec![crate::support::fake_hs::message("$q", "@alice:x", "tell me at length")]).await;
+    let turns = bot.finished_turns(1).await;
+    assert_eq!(turns[0].0, "answered", "{turns:?}");
+    let sent = fake.sent();
+    let ended = sent
+        .iter()
+        .find(|c| c["m.new_content"]["body"].as_str().is_some_and(|b| b.ends_with("_(continued below)_")))
+        .unwrap_or_else(|| panic!("the live message is ended, not left live: {sent:#?}"));
+    assert!(ended["m.new_content"].get("org.matrix.msc4357.live").is_none(), "{ended}");
+    let shown = ended["m.new_content"]["body"].as_str().unwrap_or_default().trim_end_matches("_(continued below)_");
+    let after: Vec<&str> = sent
+        .iter()
+        .skip_while(|c| c["m.new_content"]["body"] != ended["m.new_content"]["body"])
+        .skip(1)
+        .filter_map(|c| c["body"].as_str())
+        .collect();
+    let whole = pieces.concat();
+    let said = format!("{shown} {}", after.join(" "));
+    let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(words(&said), words(&whole), "what was shown, then the rest: nothing lost");
+    bot.stop().await;
+}
