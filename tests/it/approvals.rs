@@ -4,7 +4,7 @@
 //! notice, never the old decision again.
 
 use richbot::approval::Approvals;
-use richbot::store::{NewApproval, Store};
+use richbot::store::Store;
 use ruma::{event_id, room_id, user_id};
 use serde_json::json;
 
@@ -33,16 +33,7 @@ async fn a_check_mark_sent_after_the_deadline_never_counts_and_one_sent_before_d
     let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
     let now = richbot::clock::now_ms();
     let turn = s.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
-    let new = |nth| NewApproval {
-        turn_id: turn.id,
-        nth,
-        room_id: room,
-        asker: alice,
-        tool: "t__delete",
-        shown_hash: "h",
-        now,
-        expires_at: now + 60_000,
-    };
+    let new = |nth| crate::support::approval(turn.id, nth, now);
     let late = s.open_approval(&new(0)).await.expect("open");
     s.set_approval_notice(late.id, event_id!("$late")).await.expect("notice");
     let in_time = s.open_approval(&new(1)).await.expect("open");
@@ -65,16 +56,7 @@ async fn an_approval_is_spent_by_one_run_and_the_next_ask_is_a_new_attempt() {
     let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
     let now = richbot::clock::now_ms();
     let turn = s.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
-    let new = NewApproval {
-        turn_id: turn.id,
-        nth: 0,
-        room_id: room,
-        asker: alice,
-        tool: "t__delete",
-        shown_hash: "h",
-        now,
-        expires_at: now + 60_000,
-    };
+    let new = crate::support::approval(turn.id, 0, now);
     let first = s.open_approval(&new).await.expect("open");
     assert_eq!(s.open_approval(&new).await.expect("again").id, first.id, "a resumed wait finds its approval");
     assert!(s.decide_approval(first.id, "allow", None, now).await.expect("decide"));

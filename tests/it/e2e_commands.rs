@@ -3,18 +3,8 @@
 //! room's creator (then answers go in a thread under the question), `!help` and unknown
 //! commands are answered as notices; none of them reaches the model.
 
-use serde_json::Value;
-
 use crate::support::llm::{Step, text};
-use crate::support::{BOT, Env};
-
-fn notices(messages: &[Value]) -> Vec<String> {
-    messages
-        .iter()
-        .filter(|m| m["content"]["msgtype"] == "m.notice")
-        .filter_map(|m| m["content"]["body"].as_str().map(str::to_owned))
-        .collect()
-}
+use crate::support::{BOT, Env, notices};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_help_and_unknown_commands_in_a_dm() {

@@ -48,6 +48,29 @@ async fn an_answer_posted_while_the_homeserver_is_down_arrives_once_afterwards()
     assert_eq!(env.llm.requests().len(), 1, "the model was asked once");
 }
 
+/// Puts the store back to "sent, but the record was not kept": a crash between the send of
+/// the answer (`text`, the one turn's only reply) and its record.
+async fn crashed_after_sending(env: &Env, text: &str) {
+    sqlx::any::install_default_drivers();
+    let db = sqlx::AnyPool::connect(&env.db_url).await.expect("db");
+    // A finished turn keeps no record of its replies; a crashed one still has it.
+    let reply = json!({"text": text, "tool_calls": [], "usage": {"prompt": 100, "completion": 20}}).to_string();
+    for sql in [
+        "UPDATE outbox SET state = 'pending', event_id = NULL",
+        "DELETE FROM sent_messages",
+        "UPDATE turns SET state = 'running', outcome = NULL",
+        "UPDATE events SET processed = 0 WHERE turn_id IS NOT NULL",
+    ] {
+        sqlx::query(sql).execute(&db).await.expect(sql);
+    }
+    sqlx::query("INSERT INTO turn_replies (turn_id, round, reply) SELECT id, 1, $1 FROM turns")
+        .bind(reply)
+        .execute(&db)
+        .await
+        .expect("replies");
+    db.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_whose_outcome_was_lost_is_found_by_its_marker_not_sent_again() {
     let mut env = Env::start().await;
@@ -58,20 +81,7 @@ async fn a_write_whose_outcome_was_lost_is_found_by_its_marker_not_sent_again() 
     env.bot.stop().await;
     // Put the store back to "sent, but the record was not kept": a crash between the send
     // and its record. Then Synapse restarts, forgetting its transaction ids.
-    sqlx::any::install_default_drivers();
-    let db = sqlx::AnyPool::connect(&env.db_url).await.expect("db");
-    for sql in [
-        "UPDATE outbox SET state = 'pending', event_id = NULL",
-        "DELETE FROM sent_messages",
-        "UPDATE turns SET state = 'running', outcome = NULL",
-        "UPDATE events SET processed = 0 WHERE turn_id IS NOT NULL",
-        // A finished turn keeps no record of its replies; a crashed one still has it.
-        "INSERT INTO turn_replies (turn_id, round, reply) SELECT id, 1, \
-         '{\"text\":\"Said exactly once.\",\"tool_calls\":[],\"usage\":{\"prompt\":100,\"completion\":20}}' FROM turns",
-    ] {
-        sqlx::query(sql).execute(&db).await.expect(sql);
-    }
-    db.close().await;
+    crashed_after_sending(&env, "Said exactly once.").await;
     tokio::task::block_in_place(|| env.synapse.restart());
     env.start_bot_again().await;
     let turns = env.wait_turns(&dm, 1).await;
@@ -90,19 +100,7 @@ async fn a_lost_write_is_found_by_its_marker_however_busy_the_room_was_since() {
     env.alice.say(&room, "Richbot, say something").await;
     env.wait_turns(&room, 1).await;
     env.bot.stop().await;
-    sqlx::any::install_default_drivers();
-    let db = sqlx::AnyPool::connect(&env.db_url).await.expect("db");
-    for sql in [
-        "UPDATE outbox SET state = 'pending', event_id = NULL",
-        "DELETE FROM sent_messages",
-        "UPDATE turns SET state = 'running', outcome = NULL",
-        "UPDATE events SET processed = 0 WHERE turn_id IS NOT NULL",
-        "INSERT INTO turn_replies (turn_id, round, reply) SELECT id, 1, \
-         '{\"text\":\"Said once, then buried.\",\"tool_calls\":[],\"usage\":{\"prompt\":100,\"completion\":20}}' FROM turns",
-    ] {
-        sqlx::query(sql).execute(&db).await.expect(sql);
-    }
-    db.close().await;
+    crashed_after_sending(&env, "Said once, then buried.").await;
     // More than a page of chatter buries the answer, and Synapse forgets its txn ids.
     for i in 0..150 {
         env.bob.say(&room, &format!("chatter {i}")).await;

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::llm::text;
-use crate::support::{BOT, Env, eventually};
+use crate::support::{BOT, Env, eventually, notices};
 
 /// A group room of alice, bob and mallory (not in `access.allow`) with the persona.
 async fn group(env: &Env) -> String {
@@ -16,14 +16,6 @@ async fn group(env: &Env) -> String {
     env.bob.join(&room).await;
     env.mallory.join(&room).await;
     room
-}
-
-fn notices(messages: &[Value]) -> Vec<String> {
-    messages
-        .iter()
-        .filter(|m| m["content"]["msgtype"] == "m.notice")
-        .filter_map(|m| m["content"]["body"].as_str().map(str::to_owned))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

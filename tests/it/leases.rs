@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use richbot::approval::{Approvals, Decision};
-use richbot::store::{Budgets, NewApproval, Store};
+use richbot::store::{Budgets, Store};
 use ruma::{OwnedUserId, event_id, room_id, user_id};
 use serde_json::json;
 
@@ -173,16 +173,7 @@ async fn an_approval_decided_by_one_instance_releases_the_turn_waiting_on_anothe
     let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
     let now = richbot::clock::now_ms();
     let turn = a.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
-    let new = NewApproval {
-        turn_id: turn.id,
-        nth: 0,
-        room_id: room,
-        asker: alice,
-        tool: "t__delete",
-        shown_hash: "h",
-        now,
-        expires_at: now + 60_000,
-    };
+    let new = crate::support::approval(turn.id, 0, now);
     let approval = a.open_approval(&new).await.expect("open");
     a.set_approval_notice(approval.id, event_id!("$notice")).await.expect("notice");
 

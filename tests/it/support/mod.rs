@@ -386,6 +386,29 @@ async fn serve_command(
     child
 }
 
+/// The bodies of the `m.notice`s among `messages`, in order.
+pub fn notices(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["content"]["msgtype"] == "m.notice")
+        .filter_map(|m| m["content"]["body"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The approval of call `nth` of `turn` in `!r:x` by `@alice:x`, opened at `now` for a minute.
+pub fn approval(turn: i64, nth: u32, now: i64) -> richbot::store::NewApproval<'static> {
+    richbot::store::NewApproval {
+        turn_id: turn,
+        nth,
+        room_id: ruma::room_id!("!r:x"),
+        asker: ruma::user_id!("@alice:x"),
+        tool: "t__delete",
+        shown_hash: "h",
+        now,
+        expires_at: now + 60_000,
+    }
+}
+
 /// A room id the tests got as text (from the homeserver's JSON), as the store takes it.
 pub fn room_id(room: &str) -> ruma::OwnedRoomId {
     ruma::OwnedRoomId::try_from(room).expect("a valid room id")
