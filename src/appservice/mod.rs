@@ -7,6 +7,7 @@
 //! every error is Matrix error JSON (`error.rs`).
 
 mod auth;
+mod connection;
 mod error;
 mod health;
 mod push_events;

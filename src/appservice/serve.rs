@@ -1,13 +1,13 @@
 //! Serving the edge: HTTP/1.1 connections accepted here rather than by `axum::serve`, so
 //! that no one can hold richbot's file descriptors for free, without the homeserver
-//! token: a request's head must arrive within [`HEADER_READ`], a kept-alive connection
-//! with no request in flight is closed after [`IDLE`], and at most `max_connections`
+//! token: a request's head must arrive within `HEADER_READ`, a kept-alive connection
+//! with no request in flight is closed after `IDLE` (`connection.rs`), and at most `max_connections`
 //! are open at once. At the cap, a new connection takes the place of the one idle the
 //! longest (none in flight: a half-sent head counts as idle); when every one is busy, the
 //! new one is closed at once, never queued. So a flood of idle or half-sent requests
 //! costs its sender sockets and richbot nothing lasting, the homeserver's next
 //! connection still gets in, and the descriptors richbot needs for the homeserver, the
-//! database and the model stay free. [`IDLE`] is longer than Synapse keeps an idle
+//! database and the model stay free. `IDLE` is longer than Synapse keeps an idle
 //! connection (2 minutes), so it is Synapse that closes its own, never richbot under it.
 //!
 //! Lifecycle of a connection: accepted (a slot taken) -> requests served in turn, each
@@ -17,22 +17,15 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-/// A request's head (request line and headers) must arrive within this.
-pub const HEADER_READ: Duration = Duration::from_secs(10);
-/// A kept-alive connection with nothing in flight is closed after this.
-pub const IDLE: Duration = Duration::from_secs(150);
+use super::connection::{Activity, connection};
+
 /// How long a connection at the cap waits for the one it evicts to close.
 const EVICTION_WAIT: Duration = Duration::from_millis(200);
 /// Open connections at most unless configured (`appservice.max_connections`).
@@ -82,9 +75,11 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         next_id += 1;
+        let activity = Arc::new(Activity::new());
+        lock(&open).insert(next_id, activity.clone());
         let (app, closed, open, id) = (app.clone(), closed.clone(), open.clone(), next_id);
         connections.spawn(async move {
-            connection(stream, app, closed, (&open, id)).await;
+            connection(stream, app, closed, activity).await;
             lock(&open).remove(&id);
             drop(slot);
         });
@@ -146,147 +141,6 @@ impl Refusals {
         if let Some(n) = self.due() {
             tracing::warn!(error = %e, failures = n, "could not accept connections (out of file descriptors?)");
         }
-    }
-}
-
-/// When a connection opened and last moved bytes (ms after), its requests in flight, and
-/// the signal that evicts it.
-struct Activity {
-    opened: Instant,
-    last: AtomicU64,
-    in_flight: AtomicUsize,
-    evicted: std::sync::atomic::AtomicBool,
-    close: tokio::sync::Notify,
-}
-
-async fn connection(stream: TcpStream, app: Router, mut closed: watch::Receiver<bool>, (open, id): (&Open, u64)) {
-    let opened = Instant::now();
-    let activity = Arc::new(Activity {
-        opened,
-        last: AtomicU64::new(0),
-        in_flight: AtomicUsize::new(0),
-        evicted: std::sync::atomic::AtomicBool::new(false),
-        close: tokio::sync::Notify::new(),
-    });
-    lock(open).insert(id, activity.clone());
-    let io = TokioIo::new(Tracked { inner: stream, activity: activity.clone(), opened });
-    let service = Counted { inner: TowerToHyperService::new(app), activity: activity.clone() };
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_READ).keep_alive(true);
-    let mut conn = pin!(builder.serve_connection(io, service));
-    let mut closing = false;
-    loop {
-        let last = Duration::from_millis(activity.last.load(Ordering::Relaxed));
-        let idle_until = tokio::time::Instant::from_std(opened + last + IDLE);
-        tokio::select! {
-            _ = conn.as_mut() => return,
-            changed = closed.changed(), if !closing => {
-                closing = true;
-                if changed.is_ok() {
-                    conn.as_mut().graceful_shutdown();
-                }
-            }
-            () = activity.close.notified(), if !closing => {
-                if activity.in_flight.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-                activity.evicted.store(false, Ordering::Release);
-            }
-            () = tokio::time::sleep_until(idle_until) => {
-                let moved = Duration::from_millis(activity.last.load(Ordering::Relaxed)) > last;
-                if !moved && activity.in_flight.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// The app's service, counting the connection's requests in flight.
-#[derive(Clone)]
-struct Counted<S> {
-    inner: S,
-    activity: Arc<Activity>,
-}
-
-impl<S> hyper::service::Service<hyper::Request<Incoming>> for Counted<S>
-where
-    S: hyper::service::Service<hyper::Request<Incoming>>,
-    S::Future: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = std::pin::Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
-
-    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        self.activity.in_flight.fetch_add(1, Ordering::AcqRel);
-        let done = InFlight(self.activity.clone());
-        let answer = self.inner.call(req);
-        Box::pin(async move {
-            let r = answer.await;
-            drop(done);
-            r
-        })
-    }
-}
-
-/// Ends a request's count when its answer is ready (or it is dropped).
-struct InFlight(Arc<Activity>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A socket that notes when it last moved bytes.
-struct Tracked {
-    inner: TcpStream,
-    activity: Arc<Activity>,
-    opened: Instant,
-}
-
-impl Tracked {
-    fn moved(&self) {
-        let ms = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.activity.last.store(ms, Ordering::Relaxed);
-    }
-}
-
-impl AsyncRead for Tracked {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.moved();
-        }
-        r
-    }
-}
-
-impl AsyncWrite for Tracked {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let r = std::pin::Pin::new(&mut self.inner).poll_write(cx, data);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.moved();
-        }
-        r
-    }
-
-    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

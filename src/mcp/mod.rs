@@ -18,6 +18,7 @@ mod listing;
 mod names;
 mod server;
 mod stderr;
+mod supervise;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,7 +111,7 @@ impl Mcp {
         let mut tasks = Vec::new();
         for i in 0..servers.len() {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            tasks.push(tokio::spawn(server::supervise(peers.clone(), i, Some(tx))).abort_handle());
+            tasks.push(tokio::spawn(supervise::supervise(peers.clone(), i, Some(tx))).abort_handle());
             let _ = rx.await;
         }
         Self { servers: Arc::new(servers), tasks: Arc::new(tasks) }

@@ -1,5 +1,6 @@
 //! The layout as a checked rule, not a hope: `src/lib.rs` declares its modules in order,
-//! and a module may use only modules declared after it (no upward import, so no circle);
+//! and a module may use only modules declared after it (no upward import, so no circle),
+//! and no two files of one module import each other;
 //! no file of code under `src/` is over 300 lines (the block catalogue is data, not code);
 //! the PostgreSQL run of the suite leaves out no module that keeps state.
 
@@ -76,6 +77,49 @@ fn modules_use_only_modules_declared_after_them() {
         }
     }
     assert!(upward.is_empty(), "imports that point up the module list:\n{}", upward.join("\n"));
+}
+
+/// The sibling files a source text reaches through `super::` (paths and `use` groups).
+fn super_refs(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("super::") {
+        let rest = &text[at + "super::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            out.extend(group.split(',').map(|item| item.trim().split("::").next().unwrap_or("").to_owned()));
+        } else {
+            out.push(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+        }
+    }
+    out.retain(|name| !name.is_empty());
+    out
+}
+
+#[test]
+fn no_two_files_of_a_module_import_each_other() {
+    let mut circles = Vec::new();
+    for module in modules() {
+        let files = files_of(&module);
+        let stem = |p: &PathBuf| p.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        // Siblings of one folder, as `super::` names them (a file's own tests excluded).
+        let refs: Vec<(PathBuf, Vec<String>)> = files
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(f).expect("source");
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default().to_owned();
+                (f.clone(), super_refs(&code))
+            })
+            .collect();
+        for (a, a_refs) in &refs {
+            for (b, b_refs) in &refs {
+                let siblings = a.parent() == b.parent() && a < b;
+                if siblings && a_refs.contains(&stem(b)) && b_refs.contains(&stem(a)) {
+                    circles.push(format!("{} <-> {}", a.display(), b.display()));
+                }
+            }
+        }
+    }
+    assert!(circles.is_empty(), "break these circles:\n{}", circles.join("\n"));
 }
 
 #[test]

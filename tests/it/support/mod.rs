@@ -298,7 +298,7 @@ impl Env {
     /// Waits until `user` is joined to `room`, as `viewer` (a member) sees it.
     pub async fn wait_joined_seen_by(&self, viewer: &User, room: &str, user: &str) {
         let alice = viewer.clone();
-        eventually(&format!("{user} joins {room}"), Duration::from_secs(20), || {
+        eventually(&format!("{user} joins {room}"), Duration::from_secs(60), || {
             let alice = alice.clone();
             async move { alice.joined_members(room).await.iter().any(|u| u == user).then_some(()) }
         })
@@ -313,7 +313,7 @@ impl Env {
     /// [`Env::wait_messages`] read by `viewer` (for rooms alice is not in).
     pub async fn wait_messages_seen_by(&self, viewer: &User, room: &str, sender: &str, n: usize) -> Vec<Value> {
         let alice = viewer.clone();
-        eventually(&format!("{n} message(s) from {sender}"), Duration::from_secs(30), || {
+        eventually(&format!("{n} message(s) from {sender}"), Duration::from_secs(60), || {
             let alice = alice.clone();
             async move {
                 let m = alice.messages_from(room, sender).await;
@@ -331,7 +331,7 @@ impl Env {
     /// Waits until every turn in `room` is done, and at least `n` of them.
     pub async fn wait_turns(&self, room: &str, n: usize) -> Vec<(String, i64, i64, i64)> {
         let store = self.store().await;
-        eventually(&format!("{n} finished turn(s)"), Duration::from_secs(30), || {
+        eventually(&format!("{n} finished turn(s)"), Duration::from_secs(60), || {
             let store = store.clone();
             async move {
                 let t = store.turn_outcomes(&room_id(room)).await.expect("turns");
@@ -379,7 +379,7 @@ async fn serve_command(
         .kill_on_drop(true)
         .spawn()
         .expect("spawn richbot serve");
-    eventually("richbot serve answers /health", Duration::from_secs(20), || async {
+    eventually("richbot serve answers /health", Duration::from_secs(60), || async {
         reqwest::get(health).await.ok().filter(|r| r.status().is_success()).map(|_| ())
     })
     .await;
