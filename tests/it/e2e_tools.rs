@@ -361,8 +361,12 @@ async fn approval_notices_show_every_key_escape_hidden_text_and_refuse_what_cann
         "the override is shown, not obeyed: {body}"
     );
     react(&env.alice, &room, &notice, "❌").await;
-    let msgs = env.wait_messages(&room, BOT, 2).await;
-    assert!(msgs.iter().any(|m| m["content"]["body"] == "Left alone."), "{msgs:#?}");
+    // The notice's edit ("did not allow") and the answer may come in either order.
+    eventually("the answer", Duration::from_secs(60), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Left alone.").then_some(())
+    })
+    .await;
     let too_long = results(&env.llm.requests()[1]);
     assert_eq!(code(&too_long[0]), "invalid_arguments", "{too_long:?}");
     assert!(too_long[0].contains("too long to show for approval"), "{too_long:?}");
