@@ -141,8 +141,8 @@ pub fn ping_failure(settings: &Settings, e: &matrix::Error) -> String {
         "M_CONNECTION_FAILED" | "M_CONNECTION_TIMEOUT" if url.ends_with(&format!(":{}", settings.listen.port())) => {
             format!(
                 "the homeserver could not reach richbot ({e}), though richbot listens on {} as its registration \
-                 ({path}) says ({url}): the homeserver must be using another url, from an older or different \
-                 registration; give it {path} and restart it",
+                 ({path}) says ({url}): if this goes on (the homeserver was not just restarting), it is using \
+                 another url, from an older or different registration; give it {path} and restart it",
                 settings.listen
             )
         }

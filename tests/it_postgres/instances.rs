@@ -109,7 +109,10 @@ async fn two_instances_answer_each_question_once_and_take_over_a_dead_ones_rooms
     let (requests_one, requests_two) =
         (one.counter("richbot_llm_requests_total ").await, two.counter("richbot_llm_requests_total ").await);
     assert_eq!(requests_one + requests_two, ROOMS as u64);
-    assert!(requests_one > 0 && requests_two > 0, "both instances answered: {requests_one} + {requests_two}");
+    // Which instance claims a room first is a race (on a loaded machine one may win them
+    // all: seen once with two suites side by side); what must hold is exactly once, and
+    // that both take transactions (below) and take each other's rooms over (further on).
+    eprintln!("turns answered by instance one / two: {requests_one} / {requests_two}");
     assert!(
         one.counter("richbot_transactions_total ").await > 0 && two.counter("richbot_transactions_total ").await > 0
     );
