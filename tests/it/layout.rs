@@ -37,11 +37,12 @@ fn files_of(module: &str) -> Vec<PathBuf> {
     out
 }
 
-/// The top-level names a source text reaches through `crate::` (paths and `use` groups).
-fn crate_refs(text: &str) -> Vec<String> {
+/// The names a source text reaches through `prefix` (`crate::`, `super::`), in paths and
+/// `use` groups.
+fn refs(text: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for (at, _) in text.match_indices("crate::") {
-        let rest = &text[at + "crate::".len()..];
+    for (at, _) in text.match_indices(prefix) {
+        let rest = &text[at + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             let group = &group[..group.find('}').unwrap_or(group.len())];
             out.extend(group.split(',').map(|item| item.trim().split("::").next().unwrap_or("").to_owned()));
@@ -51,6 +52,11 @@ fn crate_refs(text: &str) -> Vec<String> {
     }
     out.retain(|name| !name.is_empty());
     out
+}
+
+/// The top-level modules a source text reaches through `crate::`.
+fn crate_refs(text: &str) -> Vec<String> {
+    refs(text, "crate::")
 }
 
 #[test]
@@ -79,22 +85,6 @@ fn modules_use_only_modules_declared_after_them() {
     assert!(upward.is_empty(), "imports that point up the module list:\n{}", upward.join("\n"));
 }
 
-/// The sibling files a source text reaches through `super::` (paths and `use` groups).
-fn super_refs(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (at, _) in text.match_indices("super::") {
-        let rest = &text[at + "super::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let group = &group[..group.find('}').unwrap_or(group.len())];
-            out.extend(group.split(',').map(|item| item.trim().split("::").next().unwrap_or("").to_owned()));
-        } else {
-            out.push(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
-        }
-    }
-    out.retain(|name| !name.is_empty());
-    out
-}
-
 #[test]
 fn no_two_files_of_a_module_import_each_other() {
     let mut circles = Vec::new();
@@ -107,7 +97,7 @@ fn no_two_files_of_a_module_import_each_other() {
             .map(|f| {
                 let text = std::fs::read_to_string(f).expect("source");
                 let code = text.split("#[cfg(test)]").next().unwrap_or_default().to_owned();
-                (f.clone(), super_refs(&code))
+                (f.clone(), refs(&code, "super::"))
             })
             .collect();
         for (a, a_refs) in &refs {
