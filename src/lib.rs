@@ -78,6 +78,7 @@ pub mod budget;
 pub mod mcp;
 pub mod agent;
 pub mod outbox;
+pub mod crypto;
 pub mod queue;
 // What everything shares: the leaves.
 pub mod personas;
@@ -101,6 +102,11 @@ use crate::config::Settings;
 use crate::parts::Parts;
 
 pub use parts::Error;
+
+/// How long `serve` waits for its probe to come back before it takes the homeserver to
+/// lack what encryption needs (generous: a loaded homeserver is slow, and a wrong "no"
+/// turns encrypted rooms off).
+const PROBE_WAIT: Duration = Duration::from_secs(60);
 
 /// Runs the appservice on `listener` until `shutdown` resolves.
 pub async fn run(
@@ -141,6 +147,11 @@ pub async fn run(
     let approvals = approval::Approvals::new(store.clone());
     let approvals = if shared { approvals.sharing() } else { approvals };
     let metrics = Arc::new(metrics::Metrics::default());
+    let sharing = leases.as_ref().map(room::Leases::crypto_sharing);
+    let crypto = parts::crypto(&settings, (&store, &matrix), &personas, (sharing, queue.clone()));
+    if let Some(c) = &crypto {
+        metrics.count_crypto(c.counters());
+    }
     let bot = &settings.config.bot;
     let bot_parallel = bot.max_parallel_rooms;
     let outbox = outbox::Outbox::new(matrix.clone(), store.clone(), store.instance_id().await?, bot.edit_interval_ms);
@@ -148,6 +159,7 @@ pub async fn run(
         Some(l) => outbox.fenced(l.holder()),
         None => outbox,
     };
+    let outbox = outbox.with_crypto(crypto.clone());
     let budget = parts::budget(&settings);
     let turns = turn::Turns::new(
         store.clone(),
@@ -163,9 +175,11 @@ pub async fn run(
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let mut rooms =
-        room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy.clone(), metrics.clone());
+        room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy.clone(), metrics.clone())
+            .with_crypto(crypto.clone(), personas.clone(), policy.clone());
     let mut inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone())
-        .with_approvals(approvals);
+        .with_approvals(approvals)
+        .with_crypto(crypto.clone());
     if let Some(leases) = leases {
         rooms = rooms.sharing(leases);
         inbox = inbox.sharing();
@@ -181,6 +195,7 @@ pub async fn run(
     let registration = settings.config.appservice.registration.clone();
     let (pinger, appservice_id) = (matrix_for_ping, settings.registration.id.clone());
     let ping_settings = settings.clone();
+    let devices = crypto.clone();
     let registrar = tokio::spawn(async move {
         let mut wait = Duration::from_secs(1);
         loop {
@@ -208,7 +223,12 @@ pub async fn run(
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(Duration::from_secs(60));
         }
+        // Then the personas' devices (a persona must be registered to have one).
+        if let Some(crypto) = devices {
+            futures::FutureExt::boxed(crypto.start(PROBE_WAIT)).await;
+        }
     });
+    let pump = crypto.map(|c| tokio::spawn(c.run()));
     let keep = Duration::from_secs(bot.history_days.saturating_mul(86_400));
     let pruner = tokio::spawn(store.clone().keep_pruning(keep));
     let metrics_server = match &settings.config.metrics.listen {
@@ -242,6 +262,9 @@ pub async fn run(
     scheduler.abort();
     registrar.abort();
     pruner.abort();
+    if let Some(p) = pump {
+        p.abort();
+    }
     if let Some(m) = metrics_server {
         m.abort();
     }

@@ -181,8 +181,15 @@ fn load(path: &std::path::Path) -> anyhow::Result<Settings> {
     config::load(path, std::env::vars()).map_err(|e| anyhow::anyhow!("invalid configuration {}:\n{e}", path.display()))
 }
 
+/// The async runtime. Its threads get 8 MiB of stack, not tokio's 2: the crypto library's
+/// futures are deep (it boxes the largest, and so does richbot), and a stack overflow is
+/// an abort, not an error; 8 MiB is what a main thread gets, and costs address space only.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(8 * 1024 * 1024)
+        .build()
+        .context("starting the async runtime")
 }
 
 fn init_logging(settings: &Settings) {

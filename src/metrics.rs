@@ -25,6 +25,8 @@ pub struct Metrics {
     pub edit_wait_ms: AtomicU64,
     turns: Mutex<BTreeMap<String, u64>>,
     tool_calls: Mutex<BTreeMap<(String, String), u64>>,
+    /// The personas' crypto's counters, when encryption is on.
+    crypto: std::sync::OnceLock<std::sync::Arc<crate::crypto::Counters>>,
 }
 
 fn add(counter: &AtomicU64, n: u64) {
@@ -38,6 +40,11 @@ impl Metrics {
 
     pub fn add(counter: &AtomicU64, n: u64) {
         add(counter, n);
+    }
+
+    /// Counts what the personas' crypto does too.
+    pub fn count_crypto(&self, counters: std::sync::Arc<crate::crypto::Counters>) {
+        let _ = self.crypto.set(counters);
     }
 
     /// Counts a finished turn by its outcome kind (`answered`, `llm_failed`, ...).
@@ -76,7 +83,18 @@ impl Metrics {
             ("richbot_llm_completion_tokens_total", "Completion tokens reported by the LLM.", &self.completion_tokens),
             ("richbot_edit_wait_milliseconds_total", "Time edits waited for their slot.", &self.edit_wait_ms),
         ];
-        for (name, help, value) in counters {
+        let crypto = self.crypto.get().map(|c| {
+            [
+                ("richbot_e2ee_decrypted_total", "Encrypted messages decrypted.", &c.decrypted),
+                ("richbot_e2ee_encrypted_total", "Writes encrypted for encrypted rooms.", &c.encrypted),
+                (
+                    "richbot_e2ee_undecryptable_total",
+                    "Encrypted messages given up on (their key never came, was withheld, or they were broken).",
+                    &c.undecryptable,
+                ),
+            ]
+        });
+        for (name, help, value) in counters.into_iter().chain(crypto.into_iter().flatten()) {
             let _ =
                 writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
         }

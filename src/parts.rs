@@ -174,3 +174,30 @@ pub fn room_policy(settings: &Settings) -> room::Policy {
         rooms_total: l.rooms_total,
     }
 }
+
+/// The personas' crypto, when `[encryption]` is on and the registration has what it needs
+/// (else the fix is logged once, and a persona in an encrypted room says it cannot read it).
+pub fn crypto(
+    settings: &Settings,
+    (store, matrix): (&store::Store, &matrix::Client),
+    personas: &Personas,
+    (sharing, queue): (Option<crate::crypto::Sharing>, std::sync::Arc<queue::RoomQueue>),
+) -> Option<crate::crypto::Crypto> {
+    let e = &settings.config.encryption;
+    if !e.enabled {
+        tracing::info!("end-to-end encryption is off ([encryption] enabled = false): encrypted rooms are not read");
+        return None;
+    }
+    if !settings.crypto_missing.is_empty() {
+        tracing::warn!(
+            registration = %settings.config.appservice.registration.display(),
+            add = %settings.crypto_missing.join(", "),
+            "encrypted rooms are not read: the registration lacks what end-to-end encryption needs; add these \
+             lines to it (and give the homeserver the new copy), then restart both"
+        );
+        return None;
+    }
+    let ids: Vec<OwnedUserId> = personas.all().iter().map(|p| p.user_id.clone()).collect();
+    let wait = Duration::from_secs(e.wait_for_key_secs);
+    Some(crate::crypto::Crypto::new((store.clone(), matrix.clone()), &ids, wait, (sharing, Some(queue))))
+}

@@ -121,6 +121,12 @@ pub fn render(opts: &Options) -> String {
          # Edits count as messages in Synapse's limiter (0.2/s, burst 10): the bot paces itself.\n\
          rate_limited: false\n\
          receive_ephemeral: true\n\
+         # End-to-end encryption: to-device messages (room keys), device lists and one-time key\n\
+         # counts in transactions (MSC2409, MSC3202), and a device for each persona made without a\n\
+         # login (MSC4190). The homeserver needs its side too (Synapse: experimental_features).\n\
+         de.sorunome.msc2409.push_ephemeral: true\n\
+         org.matrix.msc3202: true\n\
+         io.element.msc4190: true\n\
          namespaces:\n  \
            users:\n    \
              - exclusive: true\n      \
@@ -133,6 +139,21 @@ pub fn render(opts: &Options) -> String {
         hs_token = token(),
         sender = opts.sender_localpart,
     )
+}
+
+/// What encryption needs from the registration, as the lines to add.
+const CRYPTO_LINES: [(&[&str], &str); 3] = [
+    (&["receive_ephemeral", "de.sorunome.msc2409.push_ephemeral"], "receive_ephemeral: true"),
+    (&["org.matrix.msc3202"], "org.matrix.msc3202: true"),
+    (&["io.element.msc4190"], "io.element.msc4190: true"),
+];
+
+/// The lines end-to-end encryption needs that the registration `yaml` lacks (a key counts
+/// when it is `true`; the first line is met by either ephemeral key).
+pub fn missing_crypto_keys(yaml: &str) -> Vec<&'static str> {
+    let value: serde_norway::Value = serde_norway::from_str(yaml).unwrap_or(serde_norway::Value::Null);
+    let on = |k: &str| value.get(k).and_then(serde_norway::Value::as_bool) == Some(true);
+    CRYPTO_LINES.iter().filter(|(keys, _)| !keys.iter().any(|k| on(k))).map(|(_, line)| *line).collect()
 }
 
 /// Writes the registration to `path` (0600), refusing to overwrite unless `force`, and
@@ -184,6 +205,14 @@ mod tests {
         assert!(a.as_token.len() >= 43 && a.hs_token.len() >= 43);
         assert_ne!(a.as_token, a.hs_token);
         assert_ne!(a.as_token, b.as_token);
+    }
+
+    #[test]
+    fn a_generated_registration_has_what_encryption_needs_and_an_old_one_is_told_what_to_add() {
+        assert!(missing_crypto_keys(&render(&opts())).is_empty());
+        let old = "id: x\nreceive_ephemeral: true\norg.matrix.msc3202: false\n";
+        assert_eq!(missing_crypto_keys(old), vec!["org.matrix.msc3202: true", "io.element.msc4190: true"]);
+        assert_eq!(missing_crypto_keys("id: x\n").len(), 3);
     }
 
     #[test]

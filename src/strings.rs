@@ -39,9 +39,13 @@ pub const TOO_MANY_ROOMS: &str =
 /// Posted when a turn ran past its deadline.
 pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try again, perhaps with a simpler request.";
 
-/// Posted once in an encrypted room, which richbot cannot read.
-pub const ENCRYPTED: &str = "This room is encrypted, and I can't read encrypted messages yet, so I can't answer here. \
+/// Posted once in an encrypted room when encryption is off (or the homeserver does not
+/// support it).
+pub const ENCRYPTED: &str = "This room is encrypted, and I can't read encrypted messages here, so I can't answer. \
      Please talk to me in an unencrypted room or direct chat.";
+
+/// Posted (at most once an hour per room) when an encrypted message's key never came.
+pub const UNDECRYPTABLE: &str = "I couldn't read your last message; it was encrypted for devices I don't have.";
 
 /// Posted when an answer could not be delivered before `bot.delivery_deadline_secs`.
 pub const UNDELIVERED: &str = "Sorry, I lost an answer to you: I couldn't reach the server to post it for too long. \

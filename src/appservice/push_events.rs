@@ -27,13 +27,45 @@ use serde_json::value::RawValue;
 
 use super::{ApiError, AppState};
 
-/// The transaction body (`events` are ruma's `Raw<AnyTimelineEvent>`, borrowed).
-/// `ephemeral` / `de.sorunome.msc2409.*` (typing, receipts) are accepted and not needed,
-/// so they are not read.
+/// The transaction body (`events` are ruma's `Raw<AnyTimelineEvent>`, borrowed), and
+/// what it carries for the personas' devices (to-device messages, device lists, key
+/// counts: `crate::crypto::Extensions`), kept as text until the inbox reads it. Typing and
+/// receipts (`ephemeral`) are accepted and not needed, so they are not read.
 #[derive(Deserialize)]
 struct Body<'a> {
     #[serde(borrow, default)]
     events: Option<Events<'a>>,
+    #[serde(borrow, default, rename = "de.sorunome.msc2409.to_device")]
+    to_device: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "org.matrix.msc3202.device_lists")]
+    device_lists: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "org.matrix.msc3202.device_one_time_keys_count")]
+    one_time_keys: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "org.matrix.msc3202.device_unused_fallback_key_types")]
+    fallback_keys: Option<&'a RawValue>,
+}
+
+impl Body<'_> {
+    /// The crypto fields as one JSON object (empty when none came). A field of the wrong
+    /// shape is dropped with a warning: it must not cost the transaction's events.
+    fn extensions(&self) -> crate::crypto::Extensions {
+        let fields = [
+            ("de.sorunome.msc2409.to_device", self.to_device),
+            ("org.matrix.msc3202.device_lists", self.device_lists),
+            ("org.matrix.msc3202.device_one_time_keys_count", self.one_time_keys),
+            ("org.matrix.msc3202.device_unused_fallback_key_types", self.fallback_keys),
+        ];
+        let mut out = crate::crypto::Extensions::default();
+        for (key, raw) in fields {
+            let Some(raw) = raw else { continue };
+            let one = format!("{{{}:{}}}", serde_json::Value::from(key), raw.get());
+            match serde_json::from_str::<crate::crypto::Extensions>(&one) {
+                Ok(e) => out.merge(e),
+                Err(e) => tracing::warn!(key, error = %e, "a transaction's crypto field is not as the spec says; ignored"),
+            }
+        }
+        out
+    }
 }
 
 /// The events, at most [`MAX_EVENTS`] of them (more is an error while parsing).
@@ -84,22 +116,23 @@ pub async fn push_events(State(state): State<AppState>, Path(txn_id): Path<Strin
     };
     // A large body is parsed on the blocking pool (into owned events), a usual one in place.
     let owned: Vec<Box<RawValue>>;
-    let events: Vec<&RawValue> = if bytes.len() > PARSE_INLINE_BYTES {
+    let (events, extensions): (Vec<&RawValue>, _) = if bytes.len() > PARSE_INLINE_BYTES {
         let parsed = tokio::task::spawn_blocking(move || {
-            read(&bytes).map(|events| events.into_iter().map(RawValue::to_owned).collect::<Vec<_>>())
+            read(&bytes).map(|(events, ext)| (events.into_iter().map(RawValue::to_owned).collect::<Vec<_>>(), ext))
         });
-        owned = match parsed.await.unwrap_or(Err(ApiError::Unavailable)) {
-            Ok(events) => events,
+        let extensions;
+        (owned, extensions) = match parsed.await.unwrap_or(Err(ApiError::Unavailable)) {
+            Ok(read) => read,
             Err(e) => return e.into_response(),
         };
-        owned.iter().map(AsRef::as_ref).collect()
+        (owned.iter().map(AsRef::as_ref).collect(), extensions)
     } else {
         match read(&bytes) {
-            Ok(events) => events,
+            Ok(read) => read,
             Err(e) => return e.into_response(),
         }
     };
-    match state.inbox.accept(&txn_id, &events).await {
+    match state.inbox.accept_with(&txn_id, &events, extensions).await {
         Ok(_) => Json(json!({})).into_response(),
         Err(e) => {
             tracing::error!(txn_id, error = %e, "could not store a transaction; the homeserver will retry it");
@@ -120,11 +153,16 @@ fn is_too_large(e: &axum::Error) -> bool {
     false
 }
 
-/// The events of a transaction body; JSON and shape errors become Matrix errors.
-fn read(bytes: &[u8]) -> Result<Vec<&RawValue>, ApiError> {
+/// The events of a transaction body, and its crypto fields; JSON and shape errors become
+/// Matrix errors.
+fn read(bytes: &[u8]) -> Result<(Vec<&RawValue>, crate::crypto::Extensions), ApiError> {
     match serde_json::from_slice::<Body<'_>>(bytes) {
-        Ok(Body { events: Some(Events(events)) }) => Ok(events),
-        Ok(Body { events: None }) => Err(ApiError::BadJson("\"events\" is required")),
+        Ok(body @ Body { events: Some(_), .. }) => {
+            let extensions = body.extensions();
+            let Some(Events(events)) = body.events else { return Err(ApiError::NotJson) };
+            Ok((events, extensions))
+        }
+        Ok(Body { events: None, .. }) => Err(ApiError::BadJson("\"events\" is required")),
         Err(e) if e.to_string().starts_with(TOO_MANY) => Err(ApiError::TooLarge),
         Err(e) if e.is_data() && bytes.trim_ascii_start().first() == Some(&b'{') => {
             Err(ApiError::BadJson("\"events\" must be an array"))
@@ -141,7 +179,7 @@ mod tests {
     #[test]
     fn a_body_of_more_events_than_the_cap_is_refused_while_parsing() {
         let at_cap = format!("{{\"events\": [{}]}}", vec!["{}"; MAX_EVENTS].join(","));
-        assert_eq!(read(at_cap.as_bytes()).map(|e| e.len()).ok(), Some(MAX_EVENTS));
+        assert_eq!(read(at_cap.as_bytes()).map(|(e, _)| e.len()).ok(), Some(MAX_EVENTS));
         let over = format!("{{\"events\": [{}]}}", vec!["{}"; MAX_EVENTS + 1].join(","));
         assert!(matches!(read(over.as_bytes()), Err(ApiError::TooLarge)));
         assert!(matches!(read(b"{}"), Err(ApiError::BadJson(_))));

@@ -27,7 +27,8 @@ pub use endpoints::Endpoint;
 pub use limits::Limits;
 pub use persona::Persona;
 pub use sections::{
-    Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
+    Access, Appservice, Bot, Database, EncryptedRooms, Encryption, Homeserver, Llm, Logging, MetricsConfig,
+    Synchronous,
 };
 pub use settings::Settings;
 
@@ -66,6 +67,8 @@ pub struct Config {
     pub logging: Logging,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    #[serde(default)]
+    pub encryption: Encryption,
     #[serde(default)]
     pub mcp: Vec<McpServer>,
 }

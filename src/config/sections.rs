@@ -14,6 +14,31 @@ pub struct MetricsConfig {
     pub listen: Option<String>,
 }
 
+/// `[encryption]`: end-to-end encrypted rooms.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Encryption {
+    /// Each persona gets a cross-signed device and answers in encrypted rooms (the
+    /// homeserver must send to-device messages and key counts; `check` says what to add).
+    /// Off: a persona in an encrypted room says once that it cannot read it.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// How long an encrypted message waits for its room key before the room is told
+    /// (once an hour at most) that it could not be read.
+    #[serde(default = "default_wait_for_key")]
+    pub wait_for_key_secs: u64,
+}
+
+impl Default for Encryption {
+    fn default() -> Self {
+        Self { enabled: true, wait_for_key_secs: default_wait_for_key() }
+    }
+}
+
+fn default_wait_for_key() -> u64 {
+    30
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Homeserver {
@@ -132,8 +157,9 @@ pub struct Bot {
     /// the bot answers every message in group rooms too.
     #[serde(default = "default_true")]
     pub group_requires_mention: bool,
-    /// In an encrypted room (which richbot cannot read yet) a persona says so once, then
-    /// `leave`s (default) or `stay`s silent.
+    /// In an encrypted room it cannot read (`[encryption]` off, or the homeserver does not
+    /// send what encryption needs) a persona says so once, then `leave`s (default) or
+    /// `stay`s silent.
     #[serde(default)]
     pub encrypted_rooms: EncryptedRooms,
     /// An answer the homeserver would not take (down) is retried this long, then given up

@@ -14,6 +14,8 @@ use super::{Config, Persona};
 pub struct Settings {
     pub config: Config,
     pub registration: Registration,
+    /// The registration lines end-to-end encryption needs that the registration lacks.
+    pub crypto_missing: Vec<&'static str>,
     pub listen: SocketAddr,
     pub api_key: Option<String>,
     pub personas: Vec<Persona>,

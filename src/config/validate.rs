@@ -57,6 +57,9 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if !(1..=32).contains(&config.llm.max_rounds) {
         problems.push("llm.max_rounds: must be 1-32".to_owned());
     }
+    if config.encryption.wait_for_key_secs == 0 {
+        problems.push("encryption.wait_for_key_secs: must be at least 1".to_owned());
+    }
     if config.bot.lease_secs < 3 {
         problems.push("bot.lease_secs: must be at least 3 (a lease is renewed every third of it)".to_owned());
     }
@@ -80,7 +83,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
 
     let registration = match std::fs::read_to_string(&config.appservice.registration) {
         Ok(text) => match serde_norway::from_str::<Registration>(&text) {
-            Ok(r) => Some(r),
+            Ok(r) => Some((r, crate::registration::missing_crypto_keys(&text))),
             Err(e) => {
                 problems.push(format!(
                     "appservice.registration: {} is not a valid registration: {e}",
@@ -102,7 +105,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         config.database.url = cross::database(&config.database.url, base, &mut problems);
     }
     let mut personas = config.personas.clone();
-    if let Some(reg) = &registration {
+    if let Some((reg, _)) = &registration {
         cross::registration(&config, listen.as_ref().ok().copied(), reg, &mut problems);
         if personas.is_empty() {
             personas.push(Persona {
@@ -171,9 +174,10 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     }
 
     match (problems.is_empty(), registration, listen) {
-        (true, Some(registration), Ok(listen)) => Ok(Settings {
+        (true, Some((registration, crypto_missing)), Ok(listen)) => Ok(Settings {
             config,
             registration,
+            crypto_missing,
             listen,
             api_key,
             personas,

@@ -30,6 +30,7 @@ use serde_json::value::RawValue;
 
 use crate::approval::Approvals;
 use crate::clock::now_ms;
+use crate::crypto::{Crypto, Extensions};
 use crate::metrics::Metrics;
 use crate::personas::Personas;
 use crate::queue::RoomQueue;
@@ -37,6 +38,7 @@ use crate::room::Policy;
 use crate::store::{self, NewEvent, Store};
 
 mod door;
+mod keys;
 
 /// What a transaction brought.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +60,8 @@ pub struct Inbox {
     door: door::Door,
     approvals: Approvals,
     metrics: Arc<Metrics>,
+    /// The personas' crypto, when encryption is on.
+    crypto: Option<Crypto>,
 }
 
 impl Inbox {
@@ -70,7 +74,12 @@ impl Inbox {
     ) -> Self {
         let approvals = Approvals::new(store.clone());
         let door = door::Door { store: store.clone(), queue, personas, policy, shared: false };
-        Self { door, store, approvals, metrics }
+        Self { door, store, approvals, metrics, crypto: None }
+    }
+
+    /// Hands what transactions bring for the personas' devices to `crypto`.
+    pub fn with_crypto(self, crypto: Option<Crypto>) -> Self {
+        Self { crypto, ..self }
     }
 
     /// Other instances share the database: the door asks it about the rooms.
@@ -92,6 +101,17 @@ impl Inbox {
 
     /// Commits a transaction's events; idempotent. Returns once they are durable.
     pub async fn accept(&self, txn_id: &str, events: &[&RawValue]) -> Result<Accepted, store::Error> {
+        self.accept_with(txn_id, events, Extensions::default()).await
+    }
+
+    /// [`Inbox::accept`] with what the transaction brought for the personas' devices
+    /// (`keys.rs`), stored before it returns too.
+    pub async fn accept_with(
+        &self,
+        txn_id: &str,
+        events: &[&RawValue],
+        extensions: Extensions,
+    ) -> Result<Accepted, store::Error> {
         let total = events.len() as u64;
         let mut parsed: Vec<NewEvent> = events.iter().copied().filter_map(to_new_event).collect();
         // Reactions to approval notices are decided and settled first (before the events
@@ -116,11 +136,16 @@ impl Inbox {
                 "skipped malformed events (need a valid event_id, room_id, sender and type)"
             );
         }
+        let for_devices = self.keep_for_devices(extensions).await?;
+        self.note_room_crypto(&parsed).await?;
         let new = self.store.insert_events(&parsed, now_ms()).await?;
         for (room, target) in parsed.iter().filter_map(redaction) {
             self.store.scrub_turn_records(room, &target).await?;
         }
         self.store.sync().await?;
+        if let (true, Some(crypto)) = (for_devices, &self.crypto) {
+            crypto.wake();
+        }
         let accepted = Accepted { new, duplicate: parsed.len() as u64 - new, malformed, settled };
         tracing::debug!(txn_id, ?accepted, "transaction stored");
         Metrics::inc(&self.metrics.transactions);

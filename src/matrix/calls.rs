@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 
 use super::{Client, Error, enc};
 
+/// The room encryption algorithm richbot uses for rooms it makes.
+pub const MEGOLM: &str = "m.megolm.v1.aes-sha2";
+
 fn parse_field<T: TryFrom<String>>(v: &Value, key: &str) -> Result<T, Error> {
     v.get(key)
         .and_then(Value::as_str)
@@ -141,9 +144,14 @@ impl Client {
         Ok(joined.keys().filter_map(|k| UserId::parse(k.as_str()).ok()).collect())
     }
 
-    /// `POST /_matrix/client/v3/createRoom`: a direct chat from `user` with `invitee`.
-    pub async fn create_dm(&self, user: &UserId, invitee: &UserId) -> Result<OwnedRoomId, Error> {
-        let body = json!({"invite": [invitee], "is_direct": true, "preset": "trusted_private_chat"});
+    /// `POST /_matrix/client/v3/createRoom`: a direct chat from `user` with `invitee`,
+    /// encrypted from the start if `encrypted` (as Element makes them).
+    pub async fn create_dm(&self, user: &UserId, invitee: &UserId, encrypted: bool) -> Result<OwnedRoomId, Error> {
+        let mut body = json!({"invite": [invitee], "is_direct": true, "preset": "trusted_private_chat"});
+        if encrypted {
+            body["initial_state"] = json!([{"type": "m.room.encryption", "state_key": "",
+                                             "content": {"algorithm": MEGOLM}}]);
+        }
         let answer = self.call(Method::POST, "/_matrix/client/v3/createRoom", Some(user), Some(&body)).await?;
         parse_field::<OwnedRoomId>(&answer, "room_id")
     }

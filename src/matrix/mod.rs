@@ -9,6 +9,8 @@
 //! call for no gain in what goes over the wire. Ids are ruma types at this boundary.
 
 mod calls;
+pub use calls::MEGOLM;
+mod devices;
 mod retry;
 
 use std::time::Duration;
@@ -74,11 +76,27 @@ impl Client {
         as_user: Option<&UserId>,
         body: Option<&Value>,
     ) -> Result<Value, Error> {
+        self.call_as(method, path, as_user.map(|u| (u, None)), body).await
+    }
+
+    /// [`Client::call`] acting as a user and, if given, one of its devices (`device_id`
+    /// beside `user_id`: the homeserver checks that the device exists).
+    async fn call_as(
+        &self,
+        method: Method,
+        path: &str,
+        actor: Option<(&UserId, Option<&str>)>,
+        body: Option<&Value>,
+    ) -> Result<Value, Error> {
         let mut url = format!("{}{path}", self.base);
-        if let Some(user) = as_user {
+        if let Some((user, device)) = actor {
             url.push_str(if path.contains('?') { "&" } else { "?" });
             url.push_str("user_id=");
             url.push_str(&enc(user.as_str()));
+            if let Some(device) = device {
+                url.push_str("&device_id=");
+                url.push_str(&enc(device));
+            }
         }
         let attempt = || {
             let mut req = self.http.request(method.clone(), &url).bearer_auth(&self.as_token);

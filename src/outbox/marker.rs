@@ -4,13 +4,16 @@
 //! forgets (after about 30 minutes, and on restart). The search is bounded by time, not
 //! by a number of events, so a busy room cannot hide a write: the persona's own messages
 //! (a sender filter, so others' chatter costs nothing) are read back page by page until
-//! they are older than the write's first claim.
+//! they are older than the write's first claim. In an encrypted room they are decrypted
+//! to read their markers (the persona keeps its own room keys).
 //! And a stable hash of a write's content, to tell a replay that differs from the first.
 
+use futures::FutureExt;
 use ruma::{EventId, RoomId, UserId};
 use serde_json::Value;
 
 use super::{Error, Landed};
+use crate::crypto::Crypto;
 use crate::matrix;
 
 /// The content key every write carries: its transaction id, to find it again.
@@ -34,15 +37,17 @@ pub(super) fn content_hash(content: &Value) -> String {
 }
 
 /// Looks for a write of `persona` in `room` by its marker, among the persona's messages
-/// since the write was first claimed (`since`, ms).
+/// since the write was first claimed (`since`, ms). In an encrypted room the persona's
+/// messages are decrypted with `crypto` (its own room keys) to read their markers.
 pub(super) async fn find(
     matrix: &matrix::Client,
-    room: &RoomId,
-    persona: &UserId,
+    crypto: Option<&Crypto>,
+    (room, persona): (&RoomId, &UserId),
     txn: &str,
     since: i64,
 ) -> Result<Option<Landed>, Error> {
-    let filter = serde_json::json!({"senders": [persona], "types": ["m.room.message"], "lazy_load_members": true});
+    let types = ["m.room.message", "m.room.encrypted"];
+    let filter = serde_json::json!({"senders": [persona], "types": types, "lazy_load_members": true});
     let mut from: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let (events, next) =
@@ -50,14 +55,23 @@ pub(super) async fn find(
                 matrix::Error::Unavailable(_) => Error::Unavailable(e.to_string()),
                 matrix::Error::Refused { .. } => Error::Refused(e.to_string()),
             })?;
-        let found = events.iter().find(|e| {
-            e.get("sender").and_then(Value::as_str) == Some(persona.as_str())
-                && e.get("content").and_then(|c| c.get(MARKER)).and_then(Value::as_str) == Some(txn)
-        });
-        if let Some(e) = found {
+        let mut found = None;
+        for e in events.iter().filter(|e| e.get("sender").and_then(Value::as_str) == Some(persona.as_str())) {
+            let content = match (e.get("type").and_then(Value::as_str), crypto) {
+                (Some("m.room.encrypted"), Some(crypto)) => {
+                    crypto.unseal(persona, room, e).boxed().await.map_err(|e| Error::Unavailable(e.to_string()))?
+                }
+                _ => e.get("content").cloned(),
+            };
+            if content.as_ref().and_then(|c| c.get(MARKER)).and_then(Value::as_str) == Some(txn) {
+                found = Some((e, content));
+                break;
+            }
+        }
+        if let Some((e, content)) = found {
             let landed = EventId::parse(e.get("event_id").and_then(Value::as_str).unwrap_or_default())
                 .ok()
-                .map(|id| Landed { id, content: e.get("content").cloned() });
+                .map(|id| Landed { id, content });
             if let Some(l) = &landed {
                 tracing::info!(txn, event_id = %l.id, "a write of a crashed run had landed; adopting it, not sending again");
             }

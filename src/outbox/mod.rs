@@ -18,18 +18,25 @@
 //! Edits are paced: the slot is reserved atomically in SQL, then waited for, so writes to
 //! one message land at least `interval` apart, in the order they were reserved.
 //!
+//! In an encrypted room a write is encrypted before its first attempt and the ciphertext
+//! kept with its row (`seal.rs`): every attempt sends the same bytes, and the marker
+//! search decrypts the persona's own messages to read their markers.
+//!
 //! Typing notices and opening a DM are here too: they are the other things a persona does
 //! in a room on a turn's behalf.
 
 use std::time::Duration;
 
-use ruma::{EventId, OwnedEventId, OwnedRoomId, RoomId, UserId};
+use ruma::{EventId, OwnedEventId, RoomId, UserId};
 use serde_json::Value;
 
+mod dm;
 mod marker;
+mod seal;
 mod typing;
 
 use crate::clock::now_ms;
+use crate::crypto::Crypto;
 use crate::matrix;
 use crate::store::{self, NewSent, NewWrite, OutboxState, Store};
 
@@ -63,6 +70,10 @@ struct Landed {
     content: Option<Value>,
 }
 
+/// A claimed write: its transaction id, where it landed if it did, and what an earlier
+/// run sealed it as (ciphertext, clear content).
+type Claimed = (String, Option<Landed>, Option<(String, String)>);
+
 /// The n-th write (`seq`) of a turn: what its transaction id is derived from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteId {
@@ -87,13 +98,21 @@ pub struct Outbox {
     interval_ms: i64,
     /// Among several instances: this one's lease holder name, checked before each write.
     fence: Option<std::sync::Arc<str>>,
+    /// Encrypts writes to encrypted rooms (when encryption is on).
+    crypto: Option<Crypto>,
 }
 
 impl Outbox {
     /// `instance` is this installation's id (`Store::instance_id`); `interval_ms` the pace
     /// of writes to one message.
     pub fn new(matrix: matrix::Client, store: Store, instance: String, interval_ms: u64) -> Self {
-        Self { matrix, store, instance, interval_ms: i64::try_from(interval_ms).unwrap_or(i64::MAX), fence: None }
+        let interval_ms = i64::try_from(interval_ms).unwrap_or(i64::MAX);
+        Self { matrix, store, instance, interval_ms, fence: None, crypto: None }
+    }
+
+    /// Writes to encrypted rooms are encrypted with `crypto`.
+    pub fn with_crypto(self, crypto: Option<Crypto>) -> Self {
+        Self { crypto, ..self }
     }
 
     /// Among several instances: writes of a turn whose room this instance (`holder`) no
@@ -127,9 +146,10 @@ impl Outbox {
         Typing::start(self.matrix.clone(), room, persona)
     }
 
-    /// Claims a write; `Ok((txn, Some(found)))` if it already landed (or is found to have,
-    /// with the content it landed with).
-    async fn claim(&self, w: &Write<'_>, kind: &str, content: &Value) -> Result<(String, Option<Landed>), Error> {
+    /// Claims a write; `Ok((txn, Some(found), _))` if it already landed (or is found to have,
+    /// with the content it landed with); the ciphertext and clear content an earlier run
+    /// sealed it as, if it did.
+    async fn claim(&self, w: &Write<'_>, kind: &str, content: &Value) -> Result<Claimed, Error> {
         self.holds(w.id.turn).await?;
         let txn_id = format!("rb.{}.{}.{}", self.instance, w.id.turn, w.id.seq);
         // A live write (a streamed answer as it grows) differs run to run by nature: its id
@@ -150,28 +170,14 @@ impl Outbox {
             return Err(Error::Mismatch(row.txn_id));
         }
         match row.state {
-            OutboxState::Sent(id) => Ok((row.txn_id, Some(Landed { id, content: None }))),
+            OutboxState::Sent(id) => Ok((row.txn_id, Some(Landed { id, content: None }), None)),
             OutboxState::Failed(reason) => Err(Error::Refused(reason)),
             OutboxState::Pending if row.attempts > 0 => {
-                let found = marker::find(&self.matrix, w.room, w.persona, &row.txn_id, row.created_at).await?;
-                Ok((row.txn_id, found))
+                let at = (w.room, w.persona);
+                let found = marker::find(&self.matrix, self.crypto.as_ref(), at, &row.txn_id, row.created_at).await?;
+                Ok((row.txn_id, found, row.sealed))
             }
-            OutboxState::Pending => Ok((row.txn_id, None)),
-        }
-    }
-
-    async fn put(&self, txn: &str, w: &Write<'_>, content: &Value) -> Result<OwnedEventId, Error> {
-        self.store.outbox_attempt(txn).await?;
-        let mut content = content.clone();
-        content[MARKER] = Value::String(txn.to_owned());
-        match self.matrix.send(w.room, "m.room.message", txn, &content, w.persona).await {
-            Ok(id) => Ok(id),
-            Err(matrix::Error::Refused { status, errcode, error }) => {
-                let reason = format!("{errcode} ({status}): {error}");
-                self.store.outbox_failed(txn, &reason).await?;
-                Err(Error::Refused(reason))
-            }
-            Err(e @ matrix::Error::Unavailable(_)) => Err(Error::Unavailable(e.to_string())),
+            OutboxState::Pending => Ok((row.txn_id, None, row.sealed)),
         }
     }
 
@@ -204,11 +210,11 @@ impl Outbox {
         content: &Value,
         thread_root: Option<&EventId>,
     ) -> Result<(OwnedEventId, bool), Error> {
-        let (txn, done) = self.claim(w, kind, content).await?;
-        let fresh = done.is_none();
+        let (txn, done, sealed) = self.claim(w, kind, content).await?;
+        let fresh = done.is_none() && sealed.is_none();
         let (id, landed_content) = match done {
             Some(Landed { id, content: found }) => (id, found),
-            None => (self.put(&txn, w, content).await?, None),
+            None => self.put(&txn, w, content, sealed).await?,
         };
         let now = now_ms();
         self.store
@@ -245,7 +251,7 @@ impl Outbox {
         original: &EventId,
         content: &Value,
     ) -> Result<(OwnedEventId, u64), Error> {
-        let (txn, done) = self.claim(w, kind, content).await?;
+        let (txn, done, sealed) = self.claim(w, kind, content).await?;
         if let Some(Landed { id, .. }) = done {
             // Landed already (now found, or recorded): make sure it is recorded.
             let landed = now_ms();
@@ -262,7 +268,7 @@ impl Outbox {
         if waited > 0 {
             tokio::time::sleep(Duration::from_millis(waited)).await;
         }
-        let id = self.put(&txn, w, content).await?;
+        let (id, _) = self.put(&txn, w, content, sealed).await?;
         let done_at = now_ms();
         let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
         self.store.edit_landed(original, &new_content, done_at, self.interval_ms).await?;
@@ -290,10 +296,5 @@ impl Outbox {
             next_edit_at: at,
         };
         Ok(self.store.record_sent(&edit).await?)
-    }
-
-    /// Opens a direct chat from `persona` with `invitee` (an `is_direct` invite).
-    pub async fn create_dm(&self, persona: &UserId, invitee: &UserId) -> Result<OwnedRoomId, matrix::Error> {
-        self.matrix.create_dm(persona, invitee).await
     }
 }

@@ -95,6 +95,11 @@ impl Leases {
         &self.holder
     }
 
+    /// The personas' crypto leases are named and kept like the rooms'.
+    pub fn crypto_sharing(&self) -> crate::crypto::Sharing {
+        crate::crypto::Sharing { holder: self.holder.clone(), session: self.session.clone(), lease: self.lease }
+    }
+
     fn lease_ms(&self) -> i64 {
         i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX)
     }

@@ -4,9 +4,11 @@
 //! with a reason the inviter sees);
 //! membership is kept in the store; a persona leaves a room where only personas remain.
 //!
-//! Encrypted rooms: richbot cannot read them yet, so each persona there says so once, as
-//! a notice, then leaves (or, with `bot.encrypted_rooms = "stay"`, stays silent). A room
-//! is judged by its state, never by a timeline event anyone can send: an invite's
+//! Encrypted rooms are read and answered when encryption is on (`crate::crypto`; an
+//! invite's stripped state tells the room's key settings). When it is off, or the
+//! homeserver does not support it, each persona there says once, as a notice, that it
+//! cannot read them, then leaves (or, with `bot.encrypted_rooms = "stay"`, stays
+//! silent). A room is judged by its state, never by a timeline event anyone can send: an invite's
 //! stripped state or an `m.room.encryption` state event says so; an `m.room.encrypted`
 //! message from an allowed member only makes richbot ask the homeserver for the room's
 //! `m.room.encryption` state (once per room), and one from anyone else changes nothing.
@@ -20,6 +22,7 @@ use serde_json::Value;
 use super::Error;
 use super::facts::Policy;
 use crate::clock::now_ms;
+use crate::crypto::Crypto;
 use crate::matrix;
 use crate::outbox::{Outbox, Write, WriteId};
 use crate::personas::{Persona, Personas};
@@ -41,12 +44,14 @@ pub struct Membership {
     /// Rooms whose state was fetched and found unencrypted after an encrypted message
     /// (fetched once: a forged message does not cost a request each).
     checked_clear: Mutex<HashSet<OwnedRoomId>>,
+    /// The personas' crypto, when encrypted rooms are read.
+    pub(super) crypto: Option<Crypto>,
 }
 
 impl Membership {
     pub fn new(store: Store, matrix: matrix::Client, personas: Personas, outbox: Outbox, policy: Policy) -> Self {
         let (told_encrypted, checked_clear) = (Mutex::default(), Mutex::default());
-        Self { store, matrix, personas, outbox, policy, told_encrypted, checked_clear }
+        Self { store, matrix, personas, outbox, policy, told_encrypted, checked_clear, crypto: None }
     }
 
     /// `event` (an `m.room.encryption` state event, or an `m.room.encrypted` message) may
@@ -152,9 +157,16 @@ impl Membership {
             self.store.set_dm_room(user, &event.sender, room).await?;
         }
         tracing::info!(%room, persona = %user, inviter = %event.sender, "joined");
-        if invite_says_encrypted(&event.event) {
-            lock(&self.told_encrypted).insert(room.to_owned());
-            return self.say_encrypted(room, user, &event.sender, turns).await;
+        if let Some(encryption) = invite_encryption(&event.event) {
+            if self.crypto.as_ref().is_some_and(Crypto::active) {
+                // Read and answered: the room's key settings are known from the invite.
+                let rotation = (encryption["rotation_period_ms"].as_i64(), encryption["rotation_period_msgs"].as_i64());
+                let algorithm = encryption["algorithm"].as_str().unwrap_or(crate::matrix::MEGOLM);
+                self.store.set_room_encryption(room, algorithm, rotation).await?;
+            } else {
+                lock(&self.told_encrypted).insert(room.to_owned());
+                return self.say_encrypted(room, user, &event.sender, turns).await;
+            }
         }
         if let Some(greeting) = &persona.greeting {
             let content = match render::text(greeting, None) {
@@ -188,12 +200,14 @@ impl Membership {
     }
 }
 
-/// Whether an invite's stripped state holds `m.room.encryption`.
-fn invite_says_encrypted(invite: &Value) -> bool {
-    let stripped = invite.get("invite_room_state").or_else(|| invite.get("unsigned")?.get("invite_room_state"));
+/// The `m.room.encryption` content of an invite's stripped state, if it holds one.
+fn invite_encryption(invite: &Value) -> Option<&Value> {
+    let stripped = invite.get("invite_room_state").or_else(|| invite.get("unsigned")?.get("invite_room_state"))?;
     stripped
-        .and_then(Value::as_array)
-        .is_some_and(|s| s.iter().any(|e| e.get("type").and_then(Value::as_str) == Some("m.room.encryption")))
+        .as_array()?
+        .iter()
+        .find(|e| e.get("type").and_then(Value::as_str) == Some("m.room.encryption"))
+        .map(|e| e.get("content").unwrap_or(&Value::Null))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

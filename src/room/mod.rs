@@ -12,6 +12,8 @@
 //! - `command` (pure: what a command is) and `commands` (answering it): `!help`,
 //!   `!reset`, `!mode`, `!usage`, answered without the model.
 //! - `membership`: invites, joins, leaves, greetings.
+//! - `decrypt`: encrypted events made clear (or set aside for their key) before the rest
+//!   of a step sees them.
 //! - `leases`: several instances on one PostgreSQL: a room is handled by one at a time.
 //!
 //! Nothing here calls the LLM; everything that does is in `turn`.
@@ -19,6 +21,7 @@
 mod admission;
 mod command;
 mod commands;
+mod decrypt;
 mod facts;
 mod leases;
 mod limiter;
@@ -54,6 +57,8 @@ pub enum Error {
     Persona(#[from] personas::Error),
     #[error("turn: {0}")]
     Turn(#[from] crate::turn::Error),
+    #[error("crypto: {0}")]
+    Crypto(#[from] crate::crypto::Error),
 }
 
 /// What the room stage is built from.
@@ -81,6 +86,17 @@ impl Deps {
         let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
         let parts = (triage, membership, commands);
         Self { worker: worker::Worker::new(store, parts, turns, limiter, metrics), leases: None }
+    }
+
+    /// Decrypts encrypted rooms' events with `crypto` (else a persona says it cannot
+    /// read them).
+    pub fn with_crypto(mut self, crypto: Option<crate::crypto::Crypto>, personas: Personas, policy: Policy) -> Self {
+        self.worker.membership.crypto = crypto.clone();
+        self.worker.decrypter = crypto.map(|crypto| {
+            let store = self.worker.store().clone();
+            decrypt::Decrypter { crypto, store, personas, policy }
+        });
+        self
     }
 
     /// Shares the rooms with other instances on the same database through `leases`: a

@@ -38,7 +38,7 @@ use crate::turn::{Outcome, Press, Turns};
 pub struct Worker {
     store: Store,
     triage: Triage,
-    membership: Membership,
+    pub(super) membership: Membership,
     commands: Commands,
     turns: Turns,
     limiter: Limiter,
@@ -51,6 +51,8 @@ pub struct Worker {
     /// Other instances share the database: any room may hold a turn one of them left
     /// running, so every step looks.
     shared: bool,
+    /// Encrypted events made clear (when encryption is on).
+    pub(super) decrypter: Option<super::decrypt::Decrypter>,
 }
 
 /// An event that starts a turn, with its persona and reason.
@@ -65,7 +67,28 @@ impl Worker {
         metrics: Arc<Metrics>,
     ) -> Self {
         let (told_away, unsettled) = (Mutex::default(), Mutex::default());
-        Self { store, triage, membership, commands, turns, limiter, metrics, told_away, unsettled, shared: false }
+        Self {
+            store,
+            triage,
+            membership,
+            commands,
+            turns,
+            limiter,
+            metrics,
+            told_away,
+            unsettled,
+            shared: false,
+            decrypter: None,
+        }
+    }
+
+    pub(super) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Whether encrypted rooms are read (encryption on, and the homeserver supports it).
+    fn decrypting(&self) -> Option<&super::decrypt::Decrypter> {
+        self.decrypter.as_ref().filter(|d| d.crypto.active())
     }
 
     /// A worker among other instances' (see the `shared` field).
@@ -101,7 +124,10 @@ impl Worker {
                 }
             }
         }
-        let events = self.store.pending_events(room).await?;
+        let mut events = self.store.pending_events(room).await?;
+        if let Some(decrypter) = self.decrypting() {
+            events = decrypter.clear(room, events, &self.turns).await?;
+        }
         let mut quiet = Vec::new();
         let mut stale = Vec::new();
         let mut started: Vec<Started<'_>> = Vec::new();
@@ -121,6 +147,9 @@ impl Worker {
                     }
                     quiet.push(event.seq);
                 }
+                // Read and answered (the state is recorded at the door), or said once that
+                // it cannot be.
+                "m.room.encryption" | "m.room.encrypted" if self.decrypting().is_some() => quiet.push(event.seq),
                 "m.room.encryption" | "m.room.encrypted" => {
                     self.membership.encrypted(event, &self.turns).await?;
                     quiet.push(event.seq);

@@ -153,6 +153,21 @@ impl Store {
         rows.iter().map(StoredEvent::from_row).collect()
     }
 
+    /// Stores the clear event of an encrypted one (same id and place; its decrypted type
+    /// and content), which no longer waits for its key.
+    pub async fn make_clear(&self, seq: i64, event_type: &str, clear: &Value) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("UPDATE events SET event_type = $1, event = $2 WHERE seq = $3")
+            .bind(event_type)
+            .bind(clear.to_string())
+            .bind(seq)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM key_waits WHERE event_seq = $1").bind(seq).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Marks events handled (those that started no turn), in one statement.
     pub async fn mark_processed(&self, seqs: &[i64]) -> Result<()> {
         if seqs.is_empty() {

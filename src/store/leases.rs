@@ -65,7 +65,7 @@ impl Store {
 
     /// The SQL condition "the lease `table` is live at `now`": not expired, and on
     /// PostgreSQL its holder's session still there.
-    fn live(&self, table: &str, now: &str) -> String {
+    pub(super) fn live(&self, table: &str, now: &str) -> String {
         match self.backend {
             Backend::Sqlite => format!("{table}.expires_at > {now}"),
             Backend::Postgres => format!(
@@ -82,6 +82,14 @@ impl Store {
             .bind(now + lease_ms)
             .bind(holder)
             .bind(session)
+            .execute(&self.writer)
+            .await?;
+        // The crypto leases it holds now name the session too (they are renewed by their
+        // own holders, so only the session moves).
+        sqlx::query("UPDATE crypto_leases SET session = $1 WHERE holder = $2 AND expires_at > $3")
+            .bind(session)
+            .bind(holder)
+            .bind(now)
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())

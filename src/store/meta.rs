@@ -36,4 +36,26 @@ impl Store {
             .await?;
         Ok(())
     }
+
+    /// One fact of `meta` (`None` when unset).
+    pub async fn meta(&self, key: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT value FROM meta WHERE key = $1").bind(key).fetch_optional(&self.pool).await?;
+        row.map(|r| Ok(r.try_get("value")?)).transpose()
+    }
+
+    /// Sets one fact of `meta`.
+    pub async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+            .bind(key)
+            .bind(value)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes one fact of `meta`: its value, and it is gone.
+    pub async fn take_meta(&self, key: &str) -> Result<Option<String>> {
+        let row = sqlx::query("DELETE FROM meta WHERE key = $1 RETURNING value").bind(key).fetch_optional(&self.writer).await?;
+        row.map(|r| Ok(r.try_get("value")?)).transpose()
+    }
 }

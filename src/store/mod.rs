@@ -25,6 +25,9 @@
 
 mod approvals;
 mod copy;
+mod crypto_flow;
+mod crypto_lookup;
+mod crypto_state;
 mod durable;
 mod events;
 mod invites;
@@ -34,6 +37,7 @@ mod meta;
 mod open;
 mod outbox;
 mod retention;
+mod room_crypto;
 mod rooms;
 mod sent;
 mod settings;
@@ -48,12 +52,15 @@ use sqlx::{AnyPool, Row};
 
 pub use approvals::{Approval, NewApproval};
 pub use copy::Table;
+pub use crypto_flow::WAITING_FOR_KEY;
+pub use crypto_state::{CryptoWrite, GroupSessionRow, OlmSessionRow};
 pub use events::{NewEvent, StoredEvent};
 pub use leases::RoomFacts;
 pub use lock::{Held, lock_file};
 pub use open::file_path;
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use retention::Pruned;
+pub use room_crypto::RoomEncryption;
 pub use sent::{NewSent, SentMessage};
 pub use turns::{Notice, TurnRecord, TurnRow};
 pub use usage::{BudgetKind, Budgets, DAY_MS, DayUse, Spent};

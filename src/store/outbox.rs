@@ -41,6 +41,9 @@ pub struct OutboxRow {
     pub same: bool,
     /// When the write was first claimed (ms): it cannot have landed before.
     pub created_at: i64,
+    /// An encrypted room's write, encrypted before its first attempt: the ciphertext
+    /// content, and the clear content it holds.
+    pub sealed: Option<(String, String)>,
 }
 
 impl Store {
@@ -62,7 +65,8 @@ impl Store {
         .execute(&self.writer)
         .await?;
         let row = sqlx::query(
-            "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash, created_at FROM outbox
+            "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash, created_at, sealed, sealed_clear
+             FROM outbox
              WHERE turn_id = $1 AND seq = $2",
         )
         .bind(w.turn)
@@ -84,7 +88,23 @@ impl Store {
             attempts: row.try_get("attempts")?,
             same,
             created_at: row.try_get("created_at")?,
+            sealed: match (row.try_get("sealed")?, row.try_get("sealed_clear")?) {
+                (Some(sealed), Some(clear)) => Some((sealed, clear)),
+                _ => None,
+            },
         })
+    }
+
+    /// Keeps a write's ciphertext (and the clear content it holds) before its first
+    /// attempt: every attempt sends these same bytes.
+    pub async fn outbox_seal(&self, txn_id: &str, sealed: &str, clear: &str) -> Result<()> {
+        sqlx::query("UPDATE outbox SET sealed = $1, sealed_clear = $2 WHERE txn_id = $3")
+            .bind(sealed)
+            .bind(clear)
+            .bind(txn_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 
     /// Counts an attempt at a write.

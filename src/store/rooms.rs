@@ -134,6 +134,20 @@ impl Store {
         }
     }
 
+    /// Users joined to a room, and (`invited` true) those invited: who may read what is
+    /// sent there, for an encrypted room's key.
+    pub async fn readers(&self, room_id: &RoomId, invited: bool) -> Result<Vec<OwnedUserId>> {
+        let rows = sqlx::query(
+            "SELECT user_id FROM room_members WHERE room_id = $1 AND (membership = 'join' OR (membership = 'invite' AND $2 = 1))
+             ORDER BY user_id",
+        )
+        .bind(room_id.as_str())
+        .bind(i64::from(invited))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| id(r, "user_id")).collect()
+    }
+
     /// Rooms where both users are joined.
     pub async fn shared_rooms(&self, a: &UserId, b: &UserId) -> Result<Vec<OwnedRoomId>> {
         let rows = sqlx::query(

@@ -36,6 +36,8 @@ pub enum Outcome {
     Command(String),
     /// The room is encrypted; the persona said it cannot read it.
     Encrypted,
+    /// An encrypted message could not be read (its key never came); the room was told.
+    Undecryptable,
     /// The turn's persona is no longer configured.
     PersonaRemoved,
     /// A persona greeted the room it joined.
@@ -61,6 +63,7 @@ impl Outcome {
             Outcome::Away => "away",
             Outcome::Command(_) => "command",
             Outcome::Encrypted => "encrypted",
+            Outcome::Undecryptable => "undecryptable",
             Outcome::PersonaRemoved => "persona_removed",
             Outcome::Greeted => "greeted",
             Outcome::GreetingFailed(_) => "greeting_failed",
@@ -83,6 +86,7 @@ impl Outcome {
             | Outcome::RateLimited
             | Outcome::Away
             | Outcome::Encrypted
+            | Outcome::Undecryptable
             | Outcome::PersonaRemoved
             | Outcome::Greeted => None,
         }
@@ -125,6 +129,7 @@ impl FromStr for Outcome {
             "away" => Outcome::Away,
             "command" => Outcome::Command(detail),
             "encrypted" => Outcome::Encrypted,
+            "undecryptable" => Outcome::Undecryptable,
             "persona_removed" => Outcome::PersonaRemoved,
             "greeted" => Outcome::Greeted,
             "greeting_failed" => Outcome::GreetingFailed(detail),
@@ -153,6 +158,7 @@ mod tests {
             Outcome::Away,
             Outcome::Command("usage".into()),
             Outcome::Encrypted,
+            Outcome::Undecryptable,
             Outcome::PersonaRemoved,
             Outcome::Greeted,
             Outcome::GreetingFailed("homeserver unavailable: 502".into()),

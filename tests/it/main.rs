@@ -11,6 +11,7 @@ mod e2e_appservice;
 mod e2e_commands;
 mod e2e_crash;
 mod e2e_delivery;
+mod e2e_encrypted;
 mod e2e_flood;
 mod e2e_hostile;
 mod e2e_live;

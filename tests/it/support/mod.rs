@@ -1,6 +1,7 @@
 //! Test support shared by the end-to-end tests: a real Synapse, the scripted LLM, richbot
 //! itself (in-process or as the real binary), and plain-HTTP human users.
 
+pub mod e2ee;
 pub mod fake_hs;
 pub mod llm;
 pub mod mcp;

@@ -1,7 +1,8 @@
 //! A real Synapse for end-to-end tests: installed from PyPI by `scripts/install-synapse.sh`
 //! into `target/synapse/venv` (cached), configured in a fresh work folder (on tmpfs when
-//! there is one), on a free loopback port, with our appservice registered. Stopped by PID
-//! on drop.
+//! there is one), on a free loopback port, with our appservice registered and what
+//! end-to-end encryption needs on (to-device messages, device lists and one-time key
+//! counts in transactions; devices made by the appservice). Stopped by PID on drop.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -66,7 +67,8 @@ impl Synapse {
             &registration,
             format!(
                 "id: {AS_ID}\nurl: \"{as_url}\"\nas_token: \"{as_token}\"\nhs_token: \"{hs_token}\"\nsender_localpart: {SENDER}\n\
-                 rate_limited: false\nreceive_ephemeral: true\nnamespaces:\n  users:\n    - exclusive: true\n      regex: '@{PREFIX}.*:{SERVER_NAME}'\n  aliases: []\n  rooms: []\n"
+                 rate_limited: false\nreceive_ephemeral: true\n\
+                 de.sorunome.msc2409.push_ephemeral: true\norg.matrix.msc3202: true\nio.element.msc4190: true\nnamespaces:\n  users:\n    - exclusive: true\n      regex: '@{PREFIX}.*:{SERVER_NAME}'\n  aliases: []\n  rooms: []\n"
             ),
         )
         .expect("registration");
@@ -85,6 +87,7 @@ impl Synapse {
              enable_registration: true\nenable_registration_without_verification: true\n\
              presence:\n  enabled: false\nurl_preview_enabled: false\nenable_metrics: false\n\
              app_service_config_files: [\"{}\"]\n{limits}\
+             experimental_features:\n  msc3202_transaction_extensions: true\n  msc2409_to_device_messages_enabled: true\n\
              rc_login:\n  address: {{per_second: 10000, burst_count: 10000}}\n  account: {{per_second: 10000, burst_count: 10000}}\n  failed_attempts: {{per_second: 10000, burst_count: 10000}}\n\
              rc_joins:\n  local: {{per_second: 10000, burst_count: 10000}}\n  remote: {{per_second: 10000, burst_count: 10000}}\n\
              rc_invites:\n  per_room: {{per_second: 10000, burst_count: 10000}}\n  per_user: {{per_second: 10000, burst_count: 10000}}\n  per_issuer: {{per_second: 10000, burst_count: 10000}}\n",

@@ -1,0 +1,92 @@
+//! A persona's device: made once, kept for good.
+//!
+//! At first start the persona gets a device id (`RB` and ten letters, kept in its crypto
+//! state), the device is created on the homeserver as the appservice (MSC4190: no login),
+//! its identity and one-time keys are uploaded, and its cross-signing identity (master,
+//! self-signing and user-signing keys) is made and uploaded with the device signed by its
+//! owner, so clients that share keys only with devices their owner signed (MSC4153) talk
+//! to it. Each step is recorded when done; a start after a crash does only what did not
+//! finish, and a restart never makes a new device.
+//!
+//! A device the homeserver no longer has (an admin deleted it) cannot be brought back
+//! with its old keys: the persona's crypto is reset, and it starts over with a new device
+//! and identity (members see that its identity changed).
+
+use rand::distr::Uniform;
+use ruma::UserId;
+
+use super::machine::{DEVICE_ID, Sharing, Slot};
+use super::requests::{self, Device};
+use super::state::key;
+use super::Error;
+use crate::matrix;
+use crate::store::{CryptoWrite, Store};
+
+/// The crypto-state row that says the cross-signing identity is uploaded.
+pub const CROSS_SIGNED: &str = "richbot.cross_signed";
+/// What clients show as the device's name.
+const DISPLAY_NAME: &str = "richbot";
+
+/// A new device id: `RB` and ten capital letters.
+fn new_device_id() -> String {
+    let letters = Uniform::new_inclusive(b'A', b'Z').expect("a valid range");
+    let tail: String = rand::distr::Distribution::sample_iter(letters, &mut rand::rng()).take(10).map(char::from).collect();
+    format!("RB{tail}")
+}
+
+async fn set(store: &Store, user: &UserId, k: &str, value: &str) -> Result<(), Error> {
+    let w = CryptoWrite { kv: vec![(k.to_owned(), Some(value.to_owned()))], ..CryptoWrite::default() };
+    Ok(store.crypto_write(user.as_str(), &w).await?)
+}
+
+/// Sets up `slot`'s persona's device (see the module docs). Returns its device id.
+pub async fn prepare(slot: &Slot, store: &Store, matrix: &matrix::Client, sharing: Option<&Sharing>) -> Result<String, Error> {
+    let user = slot.user();
+    let persona = user.as_str();
+    let device = match store.crypto_kv(persona, DEVICE_ID).await? {
+        Some(d) => d,
+        None => {
+            let d = new_device_id();
+            set(store, user, DEVICE_ID, &d).await?;
+            tracing::info!(%user, device = d, "new device for the persona");
+            d
+        }
+    };
+    if !matrix.device_exists(user, &device).await? {
+        if store.crypto_kv(persona, key::ACCOUNT).await?.is_some() && store.crypto_kv(persona, CROSS_SIGNED).await?.is_some() {
+            tracing::warn!(
+                %user, device,
+                "the homeserver no longer has the persona's device (deleted by an admin?); its crypto starts over \
+                 with a new device and identity"
+            );
+            store.crypto_forget(persona).await?;
+            slot.forget().await;
+            return Box::pin(prepare(slot, store, matrix, sharing)).await;
+        }
+        matrix.create_device(user, &device, DISPLAY_NAME).await?;
+    }
+    let held = Box::pin(slot.hold(store, sharing)).await?;
+    let dev = Device { matrix, user, device: &device };
+    held.fence().await?;
+    Box::pin(requests::flush(dev, &held.machine)).await?;
+    if store.crypto_kv(persona, CROSS_SIGNED).await?.is_none() {
+        let bootstrap = Box::pin(held.machine.bootstrap_cross_signing(false)).await.map_err(|e| Error::Olm(e.to_string()))?;
+        held.fence().await?;
+        Box::pin(requests::cross_signing(dev, &held.machine, bootstrap)).await?;
+        set(store, user, CROSS_SIGNED, "true").await?;
+        tracing::info!(%user, device, "the persona's device is cross-signed");
+    }
+    held.release().await;
+    Ok(device)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn device_ids_are_rb_and_ten_capitals() {
+        let a = super::new_device_id();
+        assert_eq!(a.len(), 12);
+        assert!(a.starts_with("RB") && a[2..].bytes().all(|b| b.is_ascii_uppercase()));
+        assert_ne!(a, super::new_device_id());
+    }
+}

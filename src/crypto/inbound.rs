@@ -1,0 +1,165 @@
+//! Inbound: what the homeserver pushed for a persona's device goes to its machine (room
+//! keys, Olm sessions, device list changes, one-time key counts), and encrypted room
+//! events are decrypted into the clear event the rest of richbot sees.
+//!
+//! The crypto inbox is taken in order, a batch at a time, each row through
+//! `receive_sync_changes` (which stores what it learnt before returning), then the
+//! machine's own requests go out (one-time keys to replenish, devices to query) and the
+//! rows are deleted. A crash between the two hands a row over again: its Olm messages are
+//! known by their hash and refused the second time, the rest is idempotent.
+
+use std::collections::BTreeMap;
+
+use matrix_sdk_common::ruma::api::client::sync::sync_events::DeviceLists;
+use matrix_sdk_common::ruma::events::AnyToDeviceEvent;
+use matrix_sdk_common::ruma::serde::Raw;
+use matrix_sdk_common::ruma::{OneTimeKeyAlgorithm, OwnedRoomId as CryptoRoomId, OwnedUserId as CryptoUserId, UInt};
+use matrix_sdk_crypto::types::events::room::encrypted::EncryptedEvent;
+use matrix_sdk_crypto::{DecryptionSettings, EncryptionSyncChanges, MegolmError, TrustRequirement};
+use serde_json::Value;
+
+use super::machine::Held;
+use super::pushed::Pushed;
+use super::requests::{self, Device};
+use super::{Decryption, Error};
+
+/// Crypto inbox rows taken at once.
+const BATCH: i64 = 50;
+
+/// Hands `held`'s persona everything in its crypto inbox; returns the room keys that
+/// arrived, as `(room, session id)`.
+pub async fn settle(held: &Held<'_>, dev: Device<'_>, store: &crate::store::Store) -> Result<Vec<(String, String)>, Error> {
+    let persona = dev.user.as_str();
+    let mut keys = Vec::new();
+    loop {
+        let rows = store.crypto_inbox(persona, BATCH).await?;
+        let Some(&(last, _)) = rows.last() else { break };
+        for (seq, body) in &rows {
+            let pushed: Pushed = match serde_json::from_str(body) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(persona, seq, error = %e, "a crypto inbox row is not readable; skipped");
+                    continue;
+                }
+            };
+            keys.extend(Box::pin(receive(held, dev.device, pushed)).await?);
+        }
+        held.fence().await?;
+        Box::pin(requests::flush(dev, &held.machine)).await?;
+        store.crypto_inbox_done(persona, last).await?;
+        if rows.len() < BATCH as usize {
+            break;
+        }
+    }
+    Ok(keys)
+}
+
+/// One row through the machine.
+async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Vec<(String, String)>, Error> {
+    let to_device: Vec<Raw<AnyToDeviceEvent>> = pushed
+        .to_device
+        .iter()
+        .filter(|m| m.get("to_device_id").and_then(Value::as_str).is_none_or(|d| d == device || d == "*"))
+        .filter_map(|m| serde_json::value::to_raw_value(m).ok().map(Raw::from_json))
+        .collect();
+    let mut lists = DeviceLists::new();
+    lists.changed = users(&pushed.device_lists.changed);
+    lists.left = users(&pushed.device_lists.left);
+    let counts: BTreeMap<OneTimeKeyAlgorithm, UInt> = pushed
+        .one_time_keys
+        .get(device)
+        .map(|c| c.iter().map(|(alg, n)| (OneTimeKeyAlgorithm::from(alg.as_str()), UInt::new_saturating(*n))).collect())
+        .unwrap_or_default();
+    let fallback: Option<Vec<OneTimeKeyAlgorithm>> =
+        pushed.fallback_keys.get(device).map(|t| t.iter().map(|a| OneTimeKeyAlgorithm::from(a.as_str())).collect());
+    let changes = EncryptionSyncChanges {
+        to_device_events: to_device,
+        changed_devices: &lists,
+        one_time_keys_counts: &counts,
+        unused_fallback_keys: fallback.as_deref(),
+        next_batch_token: None,
+    };
+    let (_, keys) = Box::pin(held.machine.receive_sync_changes(changes, &settings()))
+        .await
+        .map_err(|e| Error::Olm(e.to_string()))?;
+    Ok(keys.into_iter().map(|k| (k.room_id.to_string(), k.session_id)).collect())
+}
+
+fn users(ids: &[String]) -> Vec<CryptoUserId> {
+    ids.iter().filter_map(|u| CryptoUserId::try_from(u.as_str()).ok()).collect()
+}
+
+/// Room events are decrypted whatever the sending device's trust (as Element does); who
+/// sent them is the homeserver's `sender`, checked against the session's owner.
+fn settings() -> DecryptionSettings {
+    DecryptionSettings { sender_device_trust_requirement: TrustRequirement::Untrusted }
+}
+
+/// Decrypts `event` (an `m.room.encrypted` event of `room`) with `held`'s machine.
+pub async fn decrypt(held: &Held<'_>, room: &str, event: &Value) -> Result<Decryption, Error> {
+    let Ok(room_id) = CryptoRoomId::try_from(room) else { return Ok(Decryption::Undecryptable("bad room id".into())) };
+    let raw: Raw<EncryptedEvent> = Raw::from_json(serde_json::value::to_raw_value(event)?);
+    let session = event["content"]["session_id"].as_str().unwrap_or_default().to_owned();
+    match Box::pin(held.machine.decrypt_room_event(&raw, &room_id, &settings())).await {
+        Ok(decrypted) => {
+            let sender = event.get("sender").and_then(Value::as_str).unwrap_or_default();
+            if decrypted.encryption_info.sender.as_str() != sender {
+                return Ok(Decryption::Undecryptable(format!(
+                    "the room key belongs to {}, not the sender",
+                    decrypted.encryption_info.sender
+                )));
+            }
+            let inner: Value = serde_json::from_str(decrypted.event.json().get())?;
+            Ok(Decryption::Clear(clear(event, &inner)))
+        }
+        Err(MegolmError::MissingRoomKey(Some(code))) => Ok(Decryption::Withheld(code.to_string())),
+        Err(MegolmError::MissingRoomKey(None)) => Ok(Decryption::MissingKey { session }),
+        Err(MegolmError::Decryption(matrix_sdk_crypto::vodozemac::megolm::DecryptionError::UnknownMessageIndex(..))) => {
+            Ok(Decryption::MissingKey { session })
+        }
+        Err(MegolmError::Store(e)) => Err(Error::Olm(e.to_string())),
+        Err(e) => Ok(Decryption::Undecryptable(e.to_string())),
+    }
+}
+
+/// The clear event: the encrypted one with the decrypted type and content, under the same
+/// id, sender and time. The relation is the one sent in the clear, as the spec says (it
+/// is what the homeserver aggregates and what every client shows).
+fn clear(encrypted: &Value, inner: &Value) -> Value {
+    let mut event = encrypted.clone();
+    let mut content = inner.get("content").cloned().unwrap_or(Value::Object(Default::default()));
+    if let (Some(relation), Some(c)) = (encrypted["content"].get("m.relates_to"), content.as_object_mut()) {
+        c.insert("m.relates_to".to_owned(), relation.clone());
+    }
+    if let Some(e) = event.as_object_mut() {
+        e.insert("type".to_owned(), inner.get("type").cloned().unwrap_or(Value::Null));
+        e.insert("content".to_owned(), content);
+    }
+    event
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_clear_event_keeps_its_id_sender_and_time_and_the_relation_sent_in_the_clear() {
+        let encrypted = json!({
+            "event_id": "$e", "sender": "@a:x", "origin_server_ts": 5, "room_id": "!r:x", "type": "m.room.encrypted",
+            "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "…",
+                        "m.relates_to": {"m.in_reply_to": {"event_id": "$outer"}}},
+        });
+        let inner = json!({"type": "m.room.message", "room_id": "!r:x",
+            "content": {"msgtype": "m.text", "body": "hi", "m.relates_to": {"m.in_reply_to": {"event_id": "$inner"}}}});
+        let clear = clear(&encrypted, &inner);
+        assert_eq!(clear["type"], "m.room.message");
+        assert_eq!((&clear["event_id"], &clear["sender"], &clear["origin_server_ts"]), (&json!("$e"), &json!("@a:x"), &json!(5)));
+        assert_eq!(clear["content"]["body"], "hi");
+        assert_eq!(clear["content"]["m.relates_to"]["m.in_reply_to"]["event_id"], "$outer");
+        // Without a clear relation the payload's stands (older clients put it inside).
+        let plain = json!({"event_id": "$e", "sender": "@a:x", "type": "m.room.encrypted", "content": {}});
+        assert_eq!(super::clear(&plain, &inner)["content"]["m.relates_to"]["m.in_reply_to"]["event_id"], "$inner");
+    }
+}

@@ -1,0 +1,137 @@
+//! Sending what a persona's machine asks for (`outgoing_requests`, key claims, room key
+//! shares, cross-signing uploads) as the persona's device, and handing each answer back
+//! (`mark_request_as_sent`).
+//!
+//! The requests are the crypto library's own (ruma 0.16 types): each is rendered to its
+//! HTTP method, path and JSON body by ruma, sent through `matrix` (which adds the
+//! appservice token, `user_id` and `device_id`, and retries), and the answer parsed back
+//! with ruma's response type. Nothing is reshaped by hand, so what goes over the wire is
+//! exactly what the library meant.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use matrix_sdk_common::ruma::api::auth_scheme::{AuthScheme, SendAccessToken};
+use matrix_sdk_common::ruma::api::client::keys::{get_keys, upload_signing_keys};
+use matrix_sdk_common::ruma::api::client::message::send_message_event;
+use matrix_sdk_common::ruma::api::client::to_device::send_event_to_device;
+use matrix_sdk_common::ruma::api::path_builder::VersionHistory;
+use matrix_sdk_common::ruma::api::{IncomingResponse, MatrixVersion, OutgoingRequest, SupportedVersions};
+use matrix_sdk_common::ruma::events::{MessageLikeEventContent, MessageLikeEventType};
+use matrix_sdk_common::ruma::serde::Raw;
+use matrix_sdk_crypto::types::requests::{
+    AnyIncomingResponse, AnyOutgoingRequest, OutgoingRequest as Outgoing, UploadSigningKeysRequest,
+};
+use matrix_sdk_crypto::{CrossSigningBootstrapRequests, OlmMachine};
+use ruma::UserId;
+use serde_json::Value;
+
+use super::Error;
+use crate::matrix;
+
+/// Who sends: the persona, as its device.
+#[derive(Clone, Copy)]
+pub struct Device<'a> {
+    pub matrix: &'a matrix::Client,
+    pub user: &'a UserId,
+    pub device: &'a str,
+}
+
+/// The versions paths are chosen for (v3 paths from Matrix 1.1 on).
+static VERSIONS: LazyLock<SupportedVersions> =
+    LazyLock::new(|| SupportedVersions { versions: [MatrixVersion::V1_1].into(), features: Default::default() });
+
+/// Sends one request as the device and returns its parsed answer.
+pub async fn call<R>(dev: Device<'_>, request: R) -> Result<R::IncomingResponse, Error>
+where
+    R: OutgoingRequest<PathBuilder = VersionHistory>,
+    for<'a> R::Authentication: AuthScheme<Input<'a> = SendAccessToken<'a>>,
+{
+    // The token here only satisfies ruma; `matrix` sends the appservice's own.
+    let http: http::Request<Vec<u8>> = request
+        .try_into_http_request("", SendAccessToken::Always("-"), Cow::Borrowed(&*VERSIONS))
+        .map_err(|e| Error::Olm(format!("building a crypto request: {e}")))?;
+    let path = http.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    let body: Option<Value> = if http.body().is_empty() { None } else { Some(serde_json::from_slice(http.body())?) };
+    let answer = dev.matrix.call_device(http.method().as_str(), &path, body.as_ref(), dev.user, dev.device).await?;
+    let response = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&answer)?)
+        .map_err(|e| Error::Olm(e.to_string()))?;
+    R::IncomingResponse::try_from_http_response(response)
+        .map_err(|e| Error::Olm(format!("the homeserver's answer to {path} is not what the spec says: {e}")))
+}
+
+/// Sends one of the machine's outgoing requests and hands its answer back.
+pub async fn send(dev: Device<'_>, machine: &OlmMachine, outgoing: &Outgoing) -> Result<(), Error> {
+    let id = outgoing.request_id();
+    let olm = |e: matrix_sdk_crypto::OlmError| Error::Olm(e.to_string());
+    match outgoing.request() {
+        AnyOutgoingRequest::KeysUpload(r) => {
+            let answer = Box::pin(call(dev, r.clone())).await?;
+            Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
+        }
+        AnyOutgoingRequest::KeysQuery(r) => {
+            let mut request = get_keys::v3::Request::new();
+            request.device_keys = r.device_keys.clone();
+            request.timeout = r.timeout;
+            let answer = Box::pin(call(dev, request)).await?;
+            Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
+        }
+        AnyOutgoingRequest::KeysClaim(r) => {
+            let answer = Box::pin(call(dev, r.clone())).await?;
+            Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
+        }
+        AnyOutgoingRequest::ToDeviceRequest(r) => {
+            let request =
+                send_event_to_device::v3::Request::new_raw(r.event_type.clone(), r.txn_id.clone(), r.messages.clone());
+            let answer = Box::pin(call(dev, request)).await?;
+            Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
+        }
+        AnyOutgoingRequest::SignatureUpload(r) => {
+            let answer = Box::pin(call(dev, r.clone())).await?;
+            Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
+        }
+        AnyOutgoingRequest::RoomMessage(r) => {
+            let event_type = MessageLikeEventType::from(r.content.event_type().to_string());
+            let body = Raw::new(&*r.content)?.cast_unchecked();
+            let request = send_message_event::v3::Request::new_raw(r.room_id.clone(), r.txn_id.clone(), event_type, body);
+            let answer = Box::pin(call(dev, request)).await?;
+            Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
+        }
+    }
+}
+
+/// Sends everything the machine has queued (keys to upload, devices to query, ...).
+pub async fn flush(dev: Device<'_>, machine: &OlmMachine) -> Result<(), Error> {
+    let requests = Box::pin(machine.outgoing_requests()).await.map_err(|e| Error::Olm(e.to_string()))?;
+    for outgoing in &requests {
+        Box::pin(send(dev, machine, outgoing)).await?;
+    }
+    Ok(())
+}
+
+/// Uploads a new (or not yet uploaded) cross-signing identity: the device keys if they
+/// are not up yet, then the master, self-signing and user-signing keys, then the
+/// signatures (the device signed by its owner), in that order.
+pub async fn cross_signing(dev: Device<'_>, machine: &OlmMachine, r: CrossSigningBootstrapRequests) -> Result<(), Error> {
+    if let Some(keys) = &r.upload_keys_req {
+        Box::pin(send(dev, machine, keys)).await?;
+    }
+    let answer = Box::pin(call(dev, signing_keys(r.upload_signing_keys_req))).await?;
+    let id = matrix_sdk_common::ruma::TransactionId::new();
+    Box::pin(machine.mark_request_as_sent(&id, AnyIncomingResponse::SigningKeysUpload(&answer)))
+        .await
+        .map_err(|e| Error::Olm(e.to_string()))?;
+    Box::pin(call(dev, r.upload_signatures_req)).await?;
+    Ok(())
+}
+
+fn signing_keys(r: UploadSigningKeysRequest) -> upload_signing_keys::v3::Request {
+    let mut request = upload_signing_keys::v3::Request::new();
+    request.master_key = r.master_key.map(|k| k.to_raw());
+    request.self_signing_key = r.self_signing_key.map(|k| k.to_raw());
+    request.user_signing_key = r.user_signing_key.map(|k| k.to_raw());
+    request
+}

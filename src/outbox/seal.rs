@@ -1,0 +1,71 @@
+//! Sending a write, and sealing it first in an encrypted room: the content (with its
+//! marker) is encrypted by the persona's crypto before the first attempt and the
+//! ciphertext kept with the outbox row, so every attempt, and a resumed turn's, sends the
+//! same bytes (the room key's message index advances once), and a write found to have
+//! landed is known by the clear content it was sealed from.
+
+use futures::FutureExt;
+use ruma::OwnedEventId;
+use serde_json::Value;
+
+use super::{Error, MARKER, Outbox, Write};
+use crate::crypto::Crypto;
+use crate::matrix;
+
+impl Outbox {
+    /// The crypto to encrypt a write to `room` with, if the room is encrypted (and
+    /// encryption is on).
+    pub(super) async fn sealer(&self, w: &Write<'_>) -> Result<Option<&Crypto>, Error> {
+        let Some(crypto) = self.crypto.as_ref().filter(|c| c.active()) else { return Ok(None) };
+        let encrypted = crypto.room_encryption(w.room, w.persona).await.map_err(sealing)?.encrypted();
+        Ok(encrypted.then_some(crypto))
+    }
+
+    /// Sends a write: in an encrypted room, the ciphertext sealed before its first attempt
+    /// (kept with its outbox row, so every attempt sends the same bytes). Returns the
+    /// event and, when an earlier run's sealed content went out, that content.
+    pub(super) async fn put(
+        &self,
+        txn: &str,
+        w: &Write<'_>,
+        content: &Value,
+        sealed: Option<(String, String)>,
+    ) -> Result<(OwnedEventId, Option<Value>), Error> {
+        let mut content = content.clone();
+        content[MARKER] = Value::String(txn.to_owned());
+        let (event_type, body, earlier) = match sealed {
+            Some((sealed, clear)) => {
+                let parse = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| Error::Store(e.into()));
+                ("m.room.encrypted", parse(&sealed)?, Some(parse(&clear)?))
+            }
+            None => match self.sealer(w).await? {
+                Some(crypto) => {
+                    let sealing_it = crypto.encrypt(w.persona, w.room, "m.room.message", &content);
+                    let sealed = sealing_it.boxed().await.map_err(sealing)?;
+                    self.store.outbox_seal(txn, &sealed.to_string(), &content.to_string()).await?;
+                    ("m.room.encrypted", sealed, None)
+                }
+                None => ("m.room.message", content, None),
+            },
+        };
+        self.store.outbox_attempt(txn).await?;
+        match self.matrix.send(w.room, event_type, txn, &body, w.persona).await {
+            Ok(id) => Ok((id, earlier)),
+            Err(matrix::Error::Refused { status, errcode, error }) => {
+                let reason = format!("{errcode} ({status}): {error}");
+                self.store.outbox_failed(txn, &reason).await?;
+                Err(Error::Refused(reason))
+            }
+            Err(e @ matrix::Error::Unavailable(_)) => Err(Error::Unavailable(e.to_string())),
+        }
+    }
+
+}
+
+/// A write to an encrypted room that could not be encrypted now (its persona's device not
+/// set up yet, the homeserver unreachable for the key share): tried again, like an
+/// unreachable homeserver.
+fn sealing(e: crate::crypto::Error) -> Error {
+    Error::Unavailable(format!("could not encrypt for the room: {e}"))
+}
+

@@ -1,0 +1,196 @@
+//! The personas' end-to-end encryption state (`crypto_*` tables): plain rows of text, the
+//! crypto library's pickles as JSON. What a pickle is and how it is read back is
+//! `crypto::state`'s business; here is only where each kind lives and what it is found by.
+//! Every query is scoped to one persona.
+//!
+//! A save ([`CryptoWrite`]) is one database transaction: what the library hands over in
+//! one call (a new Olm session and the account that no longer holds its one-time key, a
+//! room key, an advanced outbound session) lands whole or not at all.
+
+use super::{Result, Store};
+
+/// An Olm session to store.
+#[derive(Debug, Clone)]
+pub struct OlmSessionRow {
+    pub session_id: String,
+    pub sender_key: String,
+    pub value: String,
+}
+
+/// A Megolm room key (inbound group session) to store.
+#[derive(Debug, Clone)]
+pub struct GroupSessionRow {
+    pub session_id: String,
+    pub room_id: String,
+    pub sender_key: String,
+    pub sender_data_type: i64,
+    pub backed_up: bool,
+    pub value: String,
+}
+
+/// One save of a persona's crypto state. `None` values delete.
+#[derive(Debug, Default)]
+pub struct CryptoWrite {
+    pub kv: Vec<(String, Option<String>)>,
+    pub olm_sessions: Vec<OlmSessionRow>,
+    pub group_sessions: Vec<GroupSessionRow>,
+    /// Room id, pickle.
+    pub outbound: Vec<(String, String)>,
+    /// User id, device id, pickle (`None`: the device is gone).
+    pub devices: Vec<(String, String, Option<String>)>,
+    /// User id, identity.
+    pub identities: Vec<(String, String)>,
+    /// User id, whether their device list is out of date.
+    pub tracked: Vec<(String, bool)>,
+    /// Hashes of Olm messages seen.
+    pub hashes: Vec<String>,
+}
+
+impl CryptoWrite {
+    pub fn is_empty(&self) -> bool {
+        self.kv.is_empty()
+            && self.olm_sessions.is_empty()
+            && self.group_sessions.is_empty()
+            && self.outbound.is_empty()
+            && self.devices.is_empty()
+            && self.identities.is_empty()
+            && self.tracked.is_empty()
+            && self.hashes.is_empty()
+    }
+}
+
+/// Every table that holds a persona's crypto state.
+const TABLES: [&str; 8] = [
+    "crypto_kv",
+    "crypto_olm_sessions",
+    "crypto_group_sessions",
+    "crypto_outbound_sessions",
+    "crypto_devices",
+    "crypto_identities",
+    "crypto_tracked_users",
+    "crypto_olm_hashes",
+];
+
+impl Store {
+    /// Applies one save of `persona`'s crypto state, in one transaction.
+    pub async fn crypto_write(&self, persona: &str, w: &CryptoWrite) -> Result<()> {
+        if w.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.writer.begin().await?;
+        for (key, value) in &w.kv {
+            let q = match value {
+                Some(v) => sqlx::query(
+                    "INSERT INTO crypto_kv (persona, key, value) VALUES ($1, $2, $3)
+                     ON CONFLICT (persona, key) DO UPDATE SET value = excluded.value",
+                )
+                .bind(persona)
+                .bind(key.as_str())
+                .bind(v.as_str()),
+                None => sqlx::query("DELETE FROM crypto_kv WHERE persona = $1 AND key = $2").bind(persona).bind(key.as_str()),
+            };
+            q.execute(&mut *tx).await?;
+        }
+        for s in &w.olm_sessions {
+            sqlx::query(
+                "INSERT INTO crypto_olm_sessions (persona, session_id, sender_key, value) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (persona, session_id) DO UPDATE SET value = excluded.value",
+            )
+            .bind(persona)
+            .bind(s.session_id.as_str())
+            .bind(s.sender_key.as_str())
+            .bind(s.value.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        for s in &w.group_sessions {
+            sqlx::query(
+                "INSERT INTO crypto_group_sessions
+                 (persona, session_id, room_id, sender_key, sender_data_type, backed_up, value)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (persona, session_id) DO UPDATE SET room_id = excluded.room_id,
+                 sender_key = excluded.sender_key, sender_data_type = excluded.sender_data_type,
+                 backed_up = excluded.backed_up, value = excluded.value",
+            )
+            .bind(persona)
+            .bind(s.session_id.as_str())
+            .bind(s.room_id.as_str())
+            .bind(s.sender_key.as_str())
+            .bind(s.sender_data_type)
+            .bind(i64::from(s.backed_up))
+            .bind(s.value.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (room, value) in &w.outbound {
+            sqlx::query(
+                "INSERT INTO crypto_outbound_sessions (persona, room_id, value) VALUES ($1, $2, $3)
+                 ON CONFLICT (persona, room_id) DO UPDATE SET value = excluded.value",
+            )
+            .bind(persona)
+            .bind(room.as_str())
+            .bind(value.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (user, device, value) in &w.devices {
+            let q = match value {
+                Some(v) => sqlx::query(
+                    "INSERT INTO crypto_devices (persona, user_id, device_id, value) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (persona, user_id, device_id) DO UPDATE SET value = excluded.value",
+                )
+                .bind(persona)
+                .bind(user.as_str())
+                .bind(device.as_str())
+                .bind(v.as_str()),
+                None => sqlx::query("DELETE FROM crypto_devices WHERE persona = $1 AND user_id = $2 AND device_id = $3")
+                    .bind(persona)
+                    .bind(user.as_str())
+                    .bind(device.as_str()),
+            };
+            q.execute(&mut *tx).await?;
+        }
+        for (user, value) in &w.identities {
+            sqlx::query(
+                "INSERT INTO crypto_identities (persona, user_id, value) VALUES ($1, $2, $3)
+                 ON CONFLICT (persona, user_id) DO UPDATE SET value = excluded.value",
+            )
+            .bind(persona)
+            .bind(user.as_str())
+            .bind(value.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (user, dirty) in &w.tracked {
+            sqlx::query(
+                "INSERT INTO crypto_tracked_users (persona, user_id, dirty) VALUES ($1, $2, $3)
+                 ON CONFLICT (persona, user_id) DO UPDATE SET dirty = excluded.dirty",
+            )
+            .bind(persona)
+            .bind(user.as_str())
+            .bind(i64::from(*dirty))
+            .execute(&mut *tx)
+            .await?;
+        }
+        for hash in &w.hashes {
+            sqlx::query("INSERT INTO crypto_olm_hashes (persona, hash) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                .bind(persona)
+                .bind(hash.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Forgets everything of `persona`'s crypto (a reset: the next start makes a new
+    /// device and identity).
+    pub async fn crypto_forget(&self, persona: &str) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        for table in TABLES.iter().chain(&["crypto_inbox", "crypto_leases"]) {
+            sqlx::query(&format!("DELETE FROM {table} WHERE persona = $1")).bind(persona).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,216 @@
+// A real end-to-end encrypted Matrix client for the tests: matrix-js-sdk with its Rust
+// crypto (compiled to WASM, the crypto of Element Web), in memory, one per person and
+// device. The Rust tests drive it over stdin/stdout: one JSON command per line in, one
+// JSON answer per line out (prefixed, so nothing the SDK prints is taken for an answer).
+// Everything the SDK logs goes to stderr.
+//
+//   {"id": 1, "cmd": "login", "hs": "http://127.0.0.1:8008", "user": "alice", "password": "..."}
+//   -> @@richbot {"id": 1, "ok": true, "user_id": "@alice:localhost", "device_id": "ABC"}
+//
+// Commands: login, isolation, create_room, join, invite, send, wait_joined,
+// wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
+
+for (const level of ["log", "info", "debug", "warn", "error", "trace"]) {
+  console[level] = (...args) => process.stderr.write(args.map(String).join(" ") + "\n");
+}
+
+const sdk = await import("matrix-js-sdk");
+const { logger } = await import("matrix-js-sdk/lib/logger.js");
+const { OnlySignedDevicesIsolationMode, AllDevicesIsolationMode } = await import(
+  "matrix-js-sdk/lib/crypto-api/index.js"
+);
+logger.setLevel?.("warn");
+
+const PREFIX = "@@richbot ";
+let client = null;
+let userId = null;
+
+function answer(value) {
+  process.stdout.write(PREFIX + JSON.stringify(value) + "\n");
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/// Polls `f` every 100 ms until it returns something other than undefined, or throws
+/// after `timeoutMs`.
+async function until(what, timeoutMs, f) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/// What the tests see of a timeline event: its clear type and content once decrypted.
+function view(ev) {
+  return {
+    event_id: ev.getId(),
+    sender: ev.getSender(),
+    type: ev.getType(),
+    wire_type: ev.getWireType(),
+    encrypted: ev.isEncrypted(),
+    decryption_failure: ev.isDecryptionFailure() ? String(ev.decryptionFailureReason ?? "failed") : null,
+    content: ev.getOriginalContent(),
+    wire_content: ev.getWireContent(),
+    relates_to: ev.getWireContent()?.["m.relates_to"] ?? ev.getOriginalContent()?.["m.relates_to"] ?? null,
+  };
+}
+
+function timeline(roomId) {
+  const room = client.getRoom(roomId);
+  if (!room) return [];
+  return room.getLiveTimeline().getEvents().map(view);
+}
+
+const commands = {
+  async login({ hs, user, password }) {
+    const bare = sdk.createClient({ baseUrl: hs });
+    const login = await bare.loginRequest({
+      type: "m.login.password",
+      identifier: { type: "m.id.user", user },
+      password,
+    });
+    userId = login.user_id;
+    client = sdk.createClient({
+      baseUrl: hs,
+      userId: login.user_id,
+      accessToken: login.access_token,
+      deviceId: login.device_id,
+    });
+    await client.initRustCrypto({ useIndexedDB: false });
+    await client.getCrypto().bootstrapCrossSigning({
+      authUploadDeviceSigningKeys: async (makeRequest) => {
+        await makeRequest({ type: "m.login.password", identifier: { type: "m.id.user", user }, password });
+      },
+    });
+    const synced = new Promise((resolve) => {
+      const on = (state) => {
+        if (state === "PREPARED" || state === "SYNCING") {
+          client.off(sdk.ClientEvent.Sync, on);
+          resolve();
+        }
+      };
+      client.on(sdk.ClientEvent.Sync, on);
+    });
+    // Invites are joined as they come (a person who asked the bot into a room).
+    client.on(sdk.RoomMemberEvent.Membership, (_event, member) => {
+      if (member.userId === userId && member.membership === "invite") {
+        client.joinRoom(member.roomId).catch((e) => console.error("join failed", e));
+      }
+    });
+    await client.startClient({ initialSyncLimit: 20 });
+    await synced;
+    return {
+      user_id: login.user_id,
+      device_id: login.device_id,
+      cross_signed: await client.getCrypto().isCrossSigningReady(),
+    };
+  },
+
+  async isolation({ mode }) {
+    const isolation = mode === "only_signed" ? new OnlySignedDevicesIsolationMode() : new AllDevicesIsolationMode(false);
+    client.getCrypto().setDeviceIsolationMode(isolation);
+    return {};
+  },
+
+  async create_room({ invite = [], encrypted = true, direct = false, name }) {
+    const initial_state = encrypted
+      ? [{ type: "m.room.encryption", state_key: "", content: { algorithm: "m.megolm.v1.aes-sha2" } }]
+      : [];
+    const body = { invite, is_direct: direct, preset: direct ? "trusted_private_chat" : "private_chat", initial_state };
+    if (name) body.name = name;
+    const { room_id } = await client.createRoom(body);
+    await until(`${room_id} in the client`, 60000, () => (client.getRoom(room_id) ? true : undefined));
+    return { room_id };
+  },
+
+  async join({ room }) {
+    await until(`the invite to ${room}`, 60000, () => (client.getRoom(room) ? true : undefined));
+    if (client.getRoom(room).getMyMembership() !== "join") await client.joinRoom(room);
+    await until(`joined ${room}`, 60000, () => (client.getRoom(room)?.getMyMembership() === "join" ? true : undefined));
+    return {};
+  },
+
+  async invite({ room, user }) {
+    await client.invite(room, user);
+    return {};
+  },
+
+  async send({ room, content, type = "m.room.message" }) {
+    const { event_id } = await client.sendEvent(room, type, content);
+    return { event_id };
+  },
+
+  async wait_joined({ room, user, timeout_ms = 60000 }) {
+    await until(`${user} joins ${room}`, timeout_ms, () =>
+      client.getRoom(room)?.getMember(user)?.membership === "join" ? true : undefined,
+    );
+    return {};
+  },
+
+  /// Waits until `sender` has `count` messages in `room` that are decrypted (or that
+  /// failed to decrypt, which the test then sees), and returns all of the room's events.
+  async wait_messages({ room, sender, count, timeout_ms = 60000, type = "m.room.message" }) {
+    const events = await until(`${count} message(s) from ${sender}`, timeout_ms, () => {
+      const all = timeline(room);
+      const mine = all.filter((e) => e.sender === sender && (e.type === type || e.decryption_failure));
+      return mine.length >= count ? all : undefined;
+    });
+    return { events };
+  },
+
+  async messages({ room }) {
+    return { events: timeline(room) };
+  },
+
+  async device_status({ user, device }) {
+    const crypto = client.getCrypto();
+    const devices = await crypto.getUserDeviceInfo([user], true);
+    const ids = [...(devices.get(user)?.keys() ?? [])];
+    const target = device ?? ids[0];
+    const status = target ? await crypto.getDeviceVerificationStatus(user, target) : null;
+    return {
+      devices: ids,
+      device: target ?? null,
+      signed_by_owner: status?.signedByOwner ?? false,
+      cross_signing_verified: status?.crossSigningVerified ?? false,
+    };
+  },
+
+  async stop() {
+    client?.stopClient();
+    setTimeout(() => process.exit(0), 10);
+    return {};
+  },
+};
+
+let queue = Promise.resolve();
+let buffer = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  buffer += chunk;
+  let at;
+  while ((at = buffer.indexOf("\n")) >= 0) {
+    const line = buffer.slice(0, at);
+    buffer = buffer.slice(at + 1);
+    if (!line.trim()) continue;
+    // One command at a time, in order.
+    queue = queue.then(async () => {
+      let request;
+      try {
+        request = JSON.parse(line);
+        const run = commands[request.cmd];
+        if (!run) throw new Error(`unknown command ${request.cmd}`);
+        answer({ id: request.id, ok: true, ...(await run(request)) });
+      } catch (e) {
+        answer({ id: request?.id ?? null, ok: false, error: String(e?.stack ?? e) });
+      }
+    });
+  }
+});
+process.stdin.on("end", () => {
+  client?.stopClient();
+  process.exit(0);
+});
