@@ -61,7 +61,9 @@ impl Body<'_> {
             let one = format!("{{{}:{}}}", serde_json::Value::from(key), raw.get());
             match serde_json::from_str::<crate::crypto::Extensions>(&one) {
                 Ok(e) => out.merge(e),
-                Err(e) => tracing::warn!(key, error = %e, "a transaction's crypto field is not as the spec says; ignored"),
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "a transaction's crypto field is not as the spec says; ignored")
+                }
             }
         }
         out

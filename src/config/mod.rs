@@ -27,8 +27,7 @@ pub use endpoints::Endpoint;
 pub use limits::Limits;
 pub use persona::Persona;
 pub use sections::{
-    Access, Appservice, Bot, Database, EncryptedRooms, Encryption, Homeserver, Llm, Logging, MetricsConfig,
-    Synchronous,
+    Access, Appservice, Bot, Database, EncryptedRooms, Encryption, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
 };
 pub use settings::Settings;
 

@@ -12,13 +12,15 @@
 //! with its old keys: the persona's crypto is reset, and it starts over with a new device
 //! and identity (members see that its identity changed).
 
+use std::time::Duration;
+
 use rand::distr::Uniform;
 use ruma::UserId;
 
 use super::machine::{DEVICE_ID, Sharing, Slot};
 use super::requests::{self, Device};
 use super::state::key;
-use super::Error;
+use super::{Crypto, Error, probe};
 use crate::matrix;
 use crate::store::{CryptoWrite, Store};
 
@@ -30,7 +32,8 @@ const DISPLAY_NAME: &str = "richbot";
 /// A new device id: `RB` and ten capital letters.
 fn new_device_id() -> String {
     let letters = Uniform::new_inclusive(b'A', b'Z').expect("a valid range");
-    let tail: String = rand::distr::Distribution::sample_iter(letters, &mut rand::rng()).take(10).map(char::from).collect();
+    let tail: String =
+        rand::distr::Distribution::sample_iter(letters, &mut rand::rng()).take(10).map(char::from).collect();
     format!("RB{tail}")
 }
 
@@ -40,7 +43,12 @@ async fn set(store: &Store, user: &UserId, k: &str, value: &str) -> Result<(), E
 }
 
 /// Sets up `slot`'s persona's device (see the module docs). Returns its device id.
-pub async fn prepare(slot: &Slot, store: &Store, matrix: &matrix::Client, sharing: Option<&Sharing>) -> Result<String, Error> {
+pub async fn prepare(
+    slot: &Slot,
+    store: &Store,
+    matrix: &matrix::Client,
+    sharing: Option<&Sharing>,
+) -> Result<String, Error> {
     let user = slot.user();
     let persona = user.as_str();
     let device = match store.crypto_kv(persona, DEVICE_ID).await? {
@@ -53,7 +61,9 @@ pub async fn prepare(slot: &Slot, store: &Store, matrix: &matrix::Client, sharin
         }
     };
     if !matrix.device_exists(user, &device).await? {
-        if store.crypto_kv(persona, key::ACCOUNT).await?.is_some() && store.crypto_kv(persona, CROSS_SIGNED).await?.is_some() {
+        if store.crypto_kv(persona, key::ACCOUNT).await?.is_some()
+            && store.crypto_kv(persona, CROSS_SIGNED).await?.is_some()
+        {
             tracing::warn!(
                 %user, device,
                 "the homeserver no longer has the persona's device (deleted by an admin?); its crypto starts over \
@@ -70,7 +80,8 @@ pub async fn prepare(slot: &Slot, store: &Store, matrix: &matrix::Client, sharin
     held.fence().await?;
     Box::pin(requests::flush(dev, &held.machine)).await?;
     if store.crypto_kv(persona, CROSS_SIGNED).await?.is_none() {
-        let bootstrap = Box::pin(held.machine.bootstrap_cross_signing(false)).await.map_err(|e| Error::Olm(e.to_string()))?;
+        let bootstrap =
+            Box::pin(held.machine.bootstrap_cross_signing(false)).await.map_err(|e| Error::Olm(e.to_string()))?;
         held.fence().await?;
         Box::pin(requests::cross_signing(dev, &held.machine, bootstrap)).await?;
         set(store, user, CROSS_SIGNED, "true").await?;
@@ -78,6 +89,45 @@ pub async fn prepare(slot: &Slot, store: &Store, matrix: &matrix::Client, sharin
     }
     held.release().await;
     Ok(device)
+}
+
+impl Crypto {
+    /// Sets up every persona's device (see `device`); the first failure stops it (the
+    /// caller tries again later: what finished stays done).
+    pub async fn prepare_all(&self) -> Result<(), Error> {
+        let i = &self.inner;
+        for slot in &i.slots {
+            Box::pin(prepare(slot, &i.store, &i.matrix, i.sharing.as_ref())).await?;
+        }
+        Ok(())
+    }
+
+    /// Sets up the personas' devices (trying again, with back-off, until it works), then
+    /// asks the homeserver (a probe, waiting up to `probe_wait`) whether it sends what
+    /// encryption needs. If it does not, the fix is logged once and encrypted rooms are not
+    /// read (a persona in one says it cannot).
+    pub async fn start(&self, probe_wait: Duration) {
+        let mut wait = Duration::from_secs(1);
+        while let Err(e) = self.prepare_all().await {
+            tracing::warn!(error = %e, "could not set up the personas' devices yet; retrying");
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(60));
+        }
+        let Some(first) = self.inner.slots.first() else { return };
+        match probe::probe(&self.inner.store, &self.inner.matrix, first.user(), probe_wait).await {
+            Ok(found) => match found.fix() {
+                None => tracing::info!(personas = self.inner.slots.len(), "end-to-end encryption ready"),
+                Some(fix) => {
+                    tracing::error!(
+                        fix,
+                        "the homeserver does not send what end-to-end encryption needs: encrypted rooms are not read"
+                    );
+                    self.set_supported(false);
+                }
+            },
+            Err(e) => tracing::warn!(error = %e, "could not ask the homeserver whether it supports encryption"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,11 @@ const BATCH: i64 = 50;
 
 /// Hands `held`'s persona everything in its crypto inbox; returns the room keys that
 /// arrived, as `(room, session id)`.
-pub async fn settle(held: &Held<'_>, dev: Device<'_>, store: &crate::store::Store) -> Result<Vec<(String, String)>, Error> {
+pub async fn settle(
+    held: &Held<'_>,
+    dev: Device<'_>,
+    store: &crate::store::Store,
+) -> Result<Vec<(String, String)>, Error> {
     let persona = dev.user.as_str();
     let mut keys = Vec::new();
     loop {
@@ -72,6 +76,7 @@ async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Vec<(S
         .unwrap_or_default();
     let fallback: Option<Vec<OneTimeKeyAlgorithm>> =
         pushed.fallback_keys.get(device).map(|t| t.iter().map(|a| OneTimeKeyAlgorithm::from(a.as_str())).collect());
+    let messages = to_device.len();
     let changes = EncryptionSyncChanges {
         to_device_events: to_device,
         changed_devices: &lists,
@@ -82,6 +87,7 @@ async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Vec<(S
     let (_, keys) = Box::pin(held.machine.receive_sync_changes(changes, &settings()))
         .await
         .map_err(|e| Error::Olm(e.to_string()))?;
+    tracing::debug!(persona = %held.machine.user_id(), messages, room_keys = keys.len(), "crypto inbox row taken");
     Ok(keys.into_iter().map(|k| (k.room_id.to_string(), k.session_id)).collect())
 }
 
@@ -114,9 +120,9 @@ pub async fn decrypt(held: &Held<'_>, room: &str, event: &Value) -> Result<Decry
         }
         Err(MegolmError::MissingRoomKey(Some(code))) => Ok(Decryption::Withheld(code.to_string())),
         Err(MegolmError::MissingRoomKey(None)) => Ok(Decryption::MissingKey { session }),
-        Err(MegolmError::Decryption(matrix_sdk_crypto::vodozemac::megolm::DecryptionError::UnknownMessageIndex(..))) => {
-            Ok(Decryption::MissingKey { session })
-        }
+        Err(MegolmError::Decryption(matrix_sdk_crypto::vodozemac::megolm::DecryptionError::UnknownMessageIndex(
+            ..,
+        ))) => Ok(Decryption::MissingKey { session }),
         Err(MegolmError::Store(e)) => Err(Error::Olm(e.to_string())),
         Err(e) => Ok(Decryption::Undecryptable(e.to_string())),
     }
@@ -155,7 +161,10 @@ mod tests {
             "content": {"msgtype": "m.text", "body": "hi", "m.relates_to": {"m.in_reply_to": {"event_id": "$inner"}}}});
         let clear = clear(&encrypted, &inner);
         assert_eq!(clear["type"], "m.room.message");
-        assert_eq!((&clear["event_id"], &clear["sender"], &clear["origin_server_ts"]), (&json!("$e"), &json!("@a:x"), &json!(5)));
+        assert_eq!(
+            (&clear["event_id"], &clear["sender"], &clear["origin_server_ts"]),
+            (&json!("$e"), &json!("@a:x"), &json!(5))
+        );
         assert_eq!(clear["content"]["body"], "hi");
         assert_eq!(clear["content"]["m.relates_to"]["m.in_reply_to"]["event_id"], "$outer");
         // Without a clear relation the payload's stands (older clients put it inside).

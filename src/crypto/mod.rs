@@ -122,7 +122,9 @@ impl Crypto {
         let wake = tokio::sync::Notify::new();
         let counters = Arc::default();
         let supported = AtomicBool::new(true);
-        Self { inner: Arc::new(Inner { store, matrix, slots, sharing, wait_for_key, queue, wake, counters, supported }) }
+        Self {
+            inner: Arc::new(Inner { store, matrix, slots, sharing, wait_for_key, queue, wake, counters, supported }),
+        }
     }
 
     /// Whether encrypted rooms are read and written: until a probe finds that the
@@ -145,44 +147,11 @@ impl Crypto {
     }
 
     async fn device(&self, persona: &UserId) -> Result<String, Error> {
-        self.inner.store.crypto_kv(persona.as_str(), DEVICE_ID).await?.ok_or_else(|| Error::NotReady(persona.to_string()))
-    }
-
-    /// Sets up every persona's device (see `device`); the first failure stops it (the
-    /// caller tries again later: what finished stays done).
-    pub async fn prepare_all(&self) -> Result<(), Error> {
-        let i = &self.inner;
-        for slot in &i.slots {
-            Box::pin(device::prepare(slot, &i.store, &i.matrix, i.sharing.as_ref())).await?;
-        }
-        Ok(())
-    }
-
-    /// Sets up the personas' devices (trying again, with back-off, until it works), then
-    /// asks the homeserver (a probe, waiting up to `probe_wait`) whether it sends what
-    /// encryption needs. If it does not, the fix is logged once and encrypted rooms are not
-    /// read (a persona in one says it cannot).
-    pub async fn start(&self, probe_wait: Duration) {
-        let mut wait = Duration::from_secs(1);
-        while let Err(e) = self.prepare_all().await {
-            tracing::warn!(error = %e, "could not set up the personas' devices yet; retrying");
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(60));
-        }
-        let Some(first) = self.inner.slots.first() else { return };
-        match probe::probe(&self.inner.store, &self.inner.matrix, first.user(), probe_wait).await {
-            Ok(found) => match found.fix() {
-                None => tracing::info!(personas = self.inner.slots.len(), "end-to-end encryption ready"),
-                Some(fix) => {
-                    tracing::error!(
-                        fix,
-                        "the homeserver does not send what end-to-end encryption needs: encrypted rooms are not read"
-                    );
-                    self.set_supported(false);
-                }
-            },
-            Err(e) => tracing::warn!(error = %e, "could not ask the homeserver whether it supports encryption"),
-        }
+        self.inner
+            .store
+            .crypto_kv(persona.as_str(), DEVICE_ID)
+            .await?
+            .ok_or_else(|| Error::NotReady(persona.to_string()))
     }
 
     /// Something arrived for the personas' devices: take it soon.
@@ -256,9 +225,9 @@ impl Crypto {
         }
         let state = i.matrix.state_event(room, persona, "m.room.encryption", "").await?;
         let algorithm = state.as_ref().and_then(|s| s["algorithm"].as_str()).unwrap_or_default().to_owned();
-        let rotation = state.as_ref().map_or((None, None), |s| {
-            (s["rotation_period_ms"].as_i64(), s["rotation_period_msgs"].as_i64())
-        });
+        let rotation = state
+            .as_ref()
+            .map_or((None, None), |s| (s["rotation_period_ms"].as_i64(), s["rotation_period_msgs"].as_i64()));
         i.store.set_room_encryption(room, &algorithm, rotation).await?;
         if known.history_visibility.is_none()
             && let Some(v) = i.matrix.state_event(room, persona, "m.room.history_visibility", "").await?
@@ -270,7 +239,13 @@ impl Crypto {
     }
 
     /// `content` (an event of `event_type`) encrypted by `persona` for `room`'s readers.
-    pub async fn encrypt(&self, persona: &UserId, room: &RoomId, event_type: &str, content: &Value) -> Result<Value, Error> {
+    pub async fn encrypt(
+        &self,
+        persona: &UserId,
+        room: &RoomId,
+        event_type: &str,
+        content: &Value,
+    ) -> Result<Value, Error> {
         let i = &self.inner;
         let encryption = self.room_encryption(room, persona).await?;
         let readers = i.store.readers(room, outbound::invited_read(&encryption)).await?;
@@ -280,7 +255,8 @@ impl Crypto {
         let dev = Device { matrix: &i.matrix, user: persona, device: &device };
         let (keys, sealed) = match Box::pin(inbound::settle(&held, dev, &i.store)).await {
             Ok(keys) => {
-                let encrypting = outbound::encrypt(&held, dev, (room.as_str(), &encryption), &readers, (event_type, content));
+                let encrypting =
+                    outbound::encrypt(&held, dev, (room.as_str(), &encryption), &readers, (event_type, content));
                 let sealed = Box::pin(encrypting).await;
                 (keys, sealed)
             }

@@ -89,7 +89,8 @@ pub async fn encrypt(
     }
     held.fence().await?;
     let raw: Raw<AnyMessageLikeEventContent> = Raw::from_json(serde_json::value::to_raw_value(content)?);
-    let sealed = Box::pin(machine.encrypt_room_event_raw(&room_id, event_type, &raw)).await.map_err(|e| olm(e.to_string()))?;
+    let sealed =
+        Box::pin(machine.encrypt_room_event_raw(&room_id, event_type, &raw)).await.map_err(|e| olm(e.to_string()))?;
     Ok(serde_json::from_str(sealed.content.json().get())?)
 }
 

@@ -42,7 +42,8 @@ impl Probe {
         if !self.to_device {
             lines.push("    msc2409_to_device_messages_enabled: true");
         }
-        (!lines.is_empty()).then(|| format!("add to homeserver.yaml and restart it:\n  experimental_features:\n{}", lines.join("\n")))
+        (!lines.is_empty())
+            .then(|| format!("add to homeserver.yaml and restart it:\n  experimental_features:\n{}", lines.join("\n")))
     }
 }
 
@@ -53,7 +54,8 @@ pub async fn seen(store: &Store, nonce: &str, key_counts: bool) -> Result<(), cr
 
 /// Sends a probe from `persona`'s device to itself and waits up to `wait` for it.
 pub async fn probe(store: &Store, matrix: &matrix::Client, persona: &UserId, wait: Duration) -> Result<Probe, Error> {
-    let device = store.crypto_kv(persona.as_str(), DEVICE_ID).await?.ok_or_else(|| Error::NotReady(persona.to_string()))?;
+    let device =
+        store.crypto_kv(persona.as_str(), DEVICE_ID).await?.ok_or_else(|| Error::NotReady(persona.to_string()))?;
     let nonce = Alphanumeric.sample_string(&mut rand::rng(), 16);
     let path = format!("/_matrix/client/v3/sendToDevice/{}/probe-{nonce}", enc(PROBE_TYPE));
     let body = json!({"messages": {persona.as_str(): {device.as_str(): {"nonce": nonce}}}});
@@ -79,7 +81,10 @@ mod tests {
     fn the_fix_names_exactly_the_missing_lines() {
         assert_eq!(Probe { to_device: true, key_counts: true }.fix(), None);
         let none = Probe { to_device: false, key_counts: false }.fix().expect("a fix");
-        assert!(none.contains("msc3202_transaction_extensions: true") && none.contains("msc2409_to_device_messages_enabled: true"));
+        assert!(
+            none.contains("msc3202_transaction_extensions: true")
+                && none.contains("msc2409_to_device_messages_enabled: true")
+        );
         let counts = Probe { to_device: true, key_counts: false }.fix().expect("a fix");
         assert!(counts.contains("msc3202") && !counts.contains("msc2409"));
     }

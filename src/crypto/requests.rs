@@ -96,7 +96,8 @@ pub async fn send(dev: Device<'_>, machine: &OlmMachine, outgoing: &Outgoing) ->
         AnyOutgoingRequest::RoomMessage(r) => {
             let event_type = MessageLikeEventType::from(r.content.event_type().to_string());
             let body = Raw::new(&*r.content)?.cast_unchecked();
-            let request = send_message_event::v3::Request::new_raw(r.room_id.clone(), r.txn_id.clone(), event_type, body);
+            let request =
+                send_message_event::v3::Request::new_raw(r.room_id.clone(), r.txn_id.clone(), event_type, body);
             let answer = Box::pin(call(dev, request)).await?;
             Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
         }
@@ -115,7 +116,11 @@ pub async fn flush(dev: Device<'_>, machine: &OlmMachine) -> Result<(), Error> {
 /// Uploads a new (or not yet uploaded) cross-signing identity: the device keys if they
 /// are not up yet, then the master, self-signing and user-signing keys, then the
 /// signatures (the device signed by its owner), in that order.
-pub async fn cross_signing(dev: Device<'_>, machine: &OlmMachine, r: CrossSigningBootstrapRequests) -> Result<(), Error> {
+pub async fn cross_signing(
+    dev: Device<'_>,
+    machine: &OlmMachine,
+    r: CrossSigningBootstrapRequests,
+) -> Result<(), Error> {
     if let Some(keys) = &r.upload_keys_req {
         Box::pin(send(dev, machine, keys)).await?;
     }

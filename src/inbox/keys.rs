@@ -34,7 +34,8 @@ impl Inbox {
             !is_probe
         });
         for probe in probes {
-            let (user, device) = (probe["to_user_id"].as_str().unwrap_or(""), probe["to_device_id"].as_str().unwrap_or(""));
+            let (user, device) =
+                (probe["to_user_id"].as_str().unwrap_or(""), probe["to_device_id"].as_str().unwrap_or(""));
             let counts = ext.one_time_keys.get(user).is_some_and(|d| d.contains_key(device));
             if let Some(nonce) = probe["content"]["nonce"].as_str() {
                 crypto::probe_seen(&self.store, nonce, counts).await?;

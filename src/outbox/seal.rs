@@ -59,7 +59,6 @@ impl Outbox {
             Err(e @ matrix::Error::Unavailable(_)) => Err(Error::Unavailable(e.to_string())),
         }
     }
-
 }
 
 /// A write to an encrypted room that could not be encrypted now (its persona's device not
@@ -68,4 +67,3 @@ impl Outbox {
 fn sealing(e: crate::crypto::Error) -> Error {
     Error::Unavailable(format!("could not encrypt for the room: {e}"))
 }
-

@@ -1,5 +1,6 @@
 //! Encrypted events of a step, made clear before anything else looks at them (see
-//! `crate::crypto`): each `m.room.encrypted` event is decrypted by a persona of the room
+//! `crate::crypto`): in a room whose state says it is encrypted, each `m.room.encrypted`
+//! event is decrypted by a persona of the room
 //! and stored as its clear event (same id, sender, time), which the step then handles
 //! like any other. One whose room key has not come is set aside to wait for it
 //! (`encryption.wait_for_key_secs`), and the room goes on meanwhile: a key that comes, or
@@ -36,13 +37,24 @@ pub struct Decrypter {
 impl Decrypter {
     /// `events` with each encrypted one replaced by its clear event, or left out (set
     /// aside, or given up).
-    pub async fn clear(&self, room: &RoomId, events: Vec<StoredEvent>, turns: &Turns) -> Result<Vec<StoredEvent>, Error> {
+    pub async fn clear(
+        &self,
+        room: &RoomId,
+        events: Vec<StoredEvent>,
+        turns: &Turns,
+    ) -> Result<Vec<StoredEvent>, Error> {
         if !events.iter().any(|e| e.event_type == "m.room.encrypted") {
             return Ok(events);
         }
         let joined = self.store.joined_members(room).await?;
         let personas: Vec<OwnedUserId> =
             self.personas.all().iter().map(|p| p.user_id.clone()).filter(|p| joined.contains(p)).collect();
+        // A room is judged by its state: in one that is not encrypted, an encrypted event
+        // (which anyone can send) is not read, and costs nothing more.
+        let Some(viewer) = personas.first() else { return Ok(events) };
+        if !self.crypto.room_encryption(room, viewer).await?.encrypted() {
+            return Ok(events);
+        }
         let mut out = Vec::with_capacity(events.len());
         for event in events {
             if event.event_type != "m.room.encrypted" {
@@ -87,7 +99,9 @@ impl Decrypter {
         let from_member = !self.personas.is_persona(&event.sender) && self.policy.allowed(&event.sender);
         let persona = personas.first();
         match persona {
-            Some(persona) if from_member && self.store.take_undecryptable_notice(room, now_ms(), TELL_EVERY_MS).await? => {
+            Some(persona)
+                if from_member && self.store.take_undecryptable_notice(room, now_ms(), TELL_EVERY_MS).await? =>
+            {
                 let sender = event.sender.clone();
                 let who = (room, &**persona, &*sender);
                 turns.notice(who, &[event], strings::UNDECRYPTABLE.to_owned(), Outcome::Undecryptable).await?;

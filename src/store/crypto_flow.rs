@@ -193,6 +193,15 @@ impl Store {
         Ok(rooms)
     }
 
+    /// How many of `room`'s events wait for their keys now.
+    pub async fn key_waits(&self, room: &RoomId) -> Result<i64> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM key_waits WHERE room_id = $1 AND expired = 0")
+            .bind(room.as_str())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get("n")?)
+    }
+
     /// When the next wait runs out (ms), if any does.
     pub async fn next_key_wait_end(&self) -> Result<Option<i64>> {
         let row = sqlx::query("SELECT MIN(wait_until) AS next FROM key_waits WHERE expired = 0")

@@ -49,7 +49,11 @@ impl Store {
     }
 
     /// One room key: its room, pickle, and whether it is backed up.
-    pub async fn crypto_group_session(&self, persona: &str, session_id: &str) -> Result<Option<(String, String, bool)>> {
+    pub async fn crypto_group_session(
+        &self,
+        persona: &str,
+        session_id: &str,
+    ) -> Result<Option<(String, String, bool)>> {
         let row = sqlx::query(
             "SELECT room_id, value, backed_up FROM crypto_group_sessions WHERE persona = $1 AND session_id = $2",
         )
@@ -75,10 +79,12 @@ impl Store {
                     .fetch_all(&self.pool)
                     .await?
             }
-            None => sqlx::query("SELECT value, backed_up FROM crypto_group_sessions WHERE persona = $1")
-                .bind(persona)
-                .fetch_all(&self.pool)
-                .await?,
+            None => {
+                sqlx::query("SELECT value, backed_up FROM crypto_group_sessions WHERE persona = $1")
+                    .bind(persona)
+                    .fetch_all(&self.pool)
+                    .await?
+            }
         };
         rows.iter().map(group).collect()
     }
@@ -121,12 +127,11 @@ impl Store {
 
     /// Up to `limit` room keys not backed up.
     pub async fn crypto_group_unbacked(&self, persona: &str, limit: i64) -> Result<Vec<String>> {
-        let rows =
-            sqlx::query("SELECT value FROM crypto_group_sessions WHERE persona = $1 AND backed_up = 0 LIMIT $2")
-                .bind(persona)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = sqlx::query("SELECT value FROM crypto_group_sessions WHERE persona = $1 AND backed_up = 0 LIMIT $2")
+            .bind(persona)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(|r| text(r, "value")).collect()
     }
 
@@ -142,11 +147,13 @@ impl Store {
             }
             Some(ids) => {
                 for id in ids {
-                    sqlx::query("UPDATE crypto_group_sessions SET backed_up = 1 WHERE persona = $1 AND session_id = $2")
-                        .bind(persona)
-                        .bind(id.as_str())
-                        .execute(&mut *tx)
-                        .await?;
+                    sqlx::query(
+                        "UPDATE crypto_group_sessions SET backed_up = 1 WHERE persona = $1 AND session_id = $2",
+                    )
+                    .bind(persona)
+                    .bind(id.as_str())
+                    .execute(&mut *tx)
+                    .await?;
                 }
             }
         }
@@ -167,19 +174,21 @@ impl Store {
     /// One device of `user`, or all of them (`device` `None`).
     pub async fn crypto_devices(&self, persona: &str, user: &str, device: Option<&str>) -> Result<Vec<String>> {
         let rows = match device {
-            Some(device) => sqlx::query(
-                "SELECT value FROM crypto_devices WHERE persona = $1 AND user_id = $2 AND device_id = $3",
-            )
-            .bind(persona)
-            .bind(user)
-            .bind(device)
-            .fetch_all(&self.pool)
-            .await?,
-            None => sqlx::query("SELECT value FROM crypto_devices WHERE persona = $1 AND user_id = $2")
-                .bind(persona)
-                .bind(user)
-                .fetch_all(&self.pool)
-                .await?,
+            Some(device) => {
+                sqlx::query("SELECT value FROM crypto_devices WHERE persona = $1 AND user_id = $2 AND device_id = $3")
+                    .bind(persona)
+                    .bind(user)
+                    .bind(device)
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+            None => {
+                sqlx::query("SELECT value FROM crypto_devices WHERE persona = $1 AND user_id = $2")
+                    .bind(persona)
+                    .bind(user)
+                    .fetch_all(&self.pool)
+                    .await?
+            }
         };
         rows.iter().map(|r| text(r, "value")).collect()
     }

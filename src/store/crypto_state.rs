@@ -87,7 +87,9 @@ impl Store {
                 .bind(persona)
                 .bind(key.as_str())
                 .bind(v.as_str()),
-                None => sqlx::query("DELETE FROM crypto_kv WHERE persona = $1 AND key = $2").bind(persona).bind(key.as_str()),
+                None => sqlx::query("DELETE FROM crypto_kv WHERE persona = $1 AND key = $2")
+                    .bind(persona)
+                    .bind(key.as_str()),
             };
             q.execute(&mut *tx).await?;
         }
@@ -143,10 +145,12 @@ impl Store {
                 .bind(user.as_str())
                 .bind(device.as_str())
                 .bind(v.as_str()),
-                None => sqlx::query("DELETE FROM crypto_devices WHERE persona = $1 AND user_id = $2 AND device_id = $3")
-                    .bind(persona)
-                    .bind(user.as_str())
-                    .bind(device.as_str()),
+                None => {
+                    sqlx::query("DELETE FROM crypto_devices WHERE persona = $1 AND user_id = $2 AND device_id = $3")
+                        .bind(persona)
+                        .bind(user.as_str())
+                        .bind(device.as_str())
+                }
             };
             q.execute(&mut *tx).await?;
         }

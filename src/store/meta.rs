@@ -45,17 +45,22 @@ impl Store {
 
     /// Sets one fact of `meta`.
     pub async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
-            .bind(key)
-            .bind(value)
-            .execute(&self.writer)
-            .await?;
+        sqlx::query(
+            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 
     /// Takes one fact of `meta`: its value, and it is gone.
     pub async fn take_meta(&self, key: &str) -> Result<Option<String>> {
-        let row = sqlx::query("DELETE FROM meta WHERE key = $1 RETURNING value").bind(key).fetch_optional(&self.writer).await?;
+        let row = sqlx::query("DELETE FROM meta WHERE key = $1 RETURNING value")
+            .bind(key)
+            .fetch_optional(&self.writer)
+            .await?;
         row.map(|r| Ok(r.try_get("value")?)).transpose()
     }
 }

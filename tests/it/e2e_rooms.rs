@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::llm::{Step, call, last_tool_result, text};
-use crate::support::{BOT, Env, user_id};
+use crate::support::{BOT, Env, Options, user_id};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -34,7 +34,10 @@ async fn a_message_in_the_personas_thread_is_answered_in_the_thread() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
-    let env = Env::start().await;
+    // Encryption off: with it on, the DM is encrypted (`e2e_encrypted` reads that one with
+    // an encrypted client; this test's people are plain HTTP).
+    let env =
+        Env::start_with(Options { extra_toml: "[encryption]\nenabled = false\n".into(), ..Options::default() }).await;
     let group = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
     env.wait_joined(&group, BOT).await;
     env.bob.join(&group).await;

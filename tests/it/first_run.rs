@@ -327,8 +327,9 @@ async fn a_second_serve_on_one_database_exits_naming_the_first_and_refused_token
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_encrypted_dm_gets_one_notice_and_the_persona_leaves() {
-    let env = crate::support::Env::start().await;
+async fn with_encryption_off_an_encrypted_dm_gets_one_notice_and_the_persona_leaves() {
+    let opts = crate::support::Options { extra_toml: "[encryption]\nenabled = false\n".into(), ..Default::default() };
+    let env = crate::support::Env::start_with(opts).await;
     let encryption = serde_json::json!({"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
     let room = env
         .alice

@@ -19,6 +19,8 @@ mod e2e_commands;
 mod e2e_crash;
 #[path = "../it/e2e_delivery.rs"]
 mod e2e_delivery;
+#[path = "../it/e2e_encrypted.rs"]
+mod e2e_encrypted;
 #[path = "../it/e2e_flood.rs"]
 mod e2e_flood;
 #[path = "../it/e2e_hostile.rs"]

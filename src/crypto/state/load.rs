@@ -69,7 +69,9 @@ impl DbState {
     pub(super) async fn group_session(&self, room: &RoomId, id: &str) -> Result<Option<InboundGroupSession>, Error> {
         match self.store.crypto_group_session(&self.persona, id).await? {
             // A session is only ever for the room it was made for.
-            Some((stored_room, value, backed_up)) if stored_room == room.as_str() => Ok(Some(group((value, backed_up))?)),
+            Some((stored_room, value, backed_up)) if stored_room == room.as_str() => {
+                Ok(Some(group((value, backed_up))?))
+            }
             _ => Ok(None),
         }
     }

@@ -70,8 +70,7 @@ impl E2ee {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut me = Self { user_id: String::new(), device_id: String::new(), child, stdin, stdout, next: 0, log };
-        let done =
-            me.call(json!({"cmd": "login", "hs": hs, "user": user, "password": "correct horse battery"})).await;
+        let done = me.call(json!({"cmd": "login", "hs": hs, "user": user, "password": "correct horse battery"})).await;
         me.user_id = done["user_id"].as_str().expect("user id").to_owned();
         me.device_id = done["device_id"].as_str().expect("device id").to_owned();
         assert_eq!(done["cross_signed"], true, "the client bootstrapped cross-signing: {done}");
@@ -88,9 +87,12 @@ impl E2ee {
         self.stdin.flush().await.expect("flush");
         let answer = tokio::time::timeout(ANSWER, async {
             loop {
-                let line = self.stdout.next_line().await.expect("read the E2EE client").unwrap_or_else(|| {
-                    panic!("the E2EE client exited; see {}", self.log.display())
-                });
+                let line = self
+                    .stdout
+                    .next_line()
+                    .await
+                    .expect("read the E2EE client")
+                    .unwrap_or_else(|| panic!("the E2EE client exited; see {}", self.log.display()));
                 if let Some(json) = line.strip_prefix(PREFIX) {
                     let v: Value = serde_json::from_str(json).expect("an answer");
                     if v["id"] == json!(id) {
@@ -107,7 +109,8 @@ impl E2ee {
 
     /// An encrypted room made by this person, inviting `invite` (a DM when `direct`).
     pub async fn create_room(&mut self, invite: &[&str], direct: bool) -> String {
-        let done = self.call(json!({"cmd": "create_room", "invite": invite, "direct": direct, "encrypted": true})).await;
+        let done =
+            self.call(json!({"cmd": "create_room", "invite": invite, "direct": direct, "encrypted": true})).await;
         done["room_id"].as_str().expect("room id").to_owned()
     }
 

@@ -1,6 +1,7 @@
 //! Test support shared by the end-to-end tests: a real Synapse, the scripted LLM, richbot
 //! itself (in-process or as the real binary), and plain-HTTP human users.
 
+pub mod courier;
 pub mod e2ee;
 pub mod fake_hs;
 pub mod llm;
@@ -199,6 +200,9 @@ pub struct Options {
     pub extra_toml: String,
     pub personas: Vec<(&'static str, &'static str)>,
     pub llm_timeout_secs: u64,
+    /// The homeserver reaches richbot through a [`courier::Courier`] (which can hold back
+    /// or lose the room keys transactions carry).
+    pub courier: bool,
 }
 
 impl Default for Options {
@@ -207,6 +211,7 @@ impl Default for Options {
             extra_toml: String::new(),
             personas: vec![("richbot", "Richbot"), ("rb_helper", "Helper")],
             llm_timeout_secs: 20,
+            courier: false,
         }
     }
 }
@@ -226,6 +231,8 @@ pub struct Env {
     pub metrics_url: String,
     /// The bot's database (SQLite in `dir`, or PostgreSQL in the `it_postgres` run).
     pub db_url: String,
+    /// Between the homeserver and richbot, when asked for (`Options::courier`).
+    pub courier: Option<courier::Courier>,
 }
 
 pub const BOT: &str = "@richbot:localhost";
@@ -237,20 +244,32 @@ impl Env {
     }
 
     pub async fn start_with(opts: Options) -> Self {
+        // richbot's logs, when a run asks for them (RUST_LOG), to read a failure by.
+        if std::env::var_os("RUST_LOG").is_some() {
+            let filter = tracing_subscriber::EnvFilter::from_default_env();
+            let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let bot_addr = listener.local_addr().expect("addr");
+        let front = match opts.courier {
+            true => Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind")),
+            false => None,
+        };
+        let as_addr = front.as_ref().map_or(bot_addr, |f| f.local_addr().expect("addr"));
         let synapse =
-            tokio::task::spawn_blocking(move || Synapse::start(&format!("http://{bot_addr}"))).await.expect("synapse");
+            tokio::task::spawn_blocking(move || Synapse::start(&format!("http://{as_addr}"))).await.expect("synapse");
+        let courier = front.map(|f| courier::Courier::start(f, bot_addr));
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let config_path = dir.path().join("richbot.toml");
         let db_url = postgres::database_url(dir.path(), "richbot.db").await;
         let mut toml = format!(
-            "[homeserver]\nurl = \"{}\"\nserver_name = \"localhost\"\n\n[appservice]\nregistration = \"{}\"\nlisten = \"{bot_addr}\"\n\n\
+            "[homeserver]\nurl = \"{}\"\nserver_name = \"localhost\"\n\n[appservice]\nregistration = \"{}\"\nlisten = \"{bot_addr}\"\nbehind_proxy = {}\n\n\
              [database]\nurl = \"{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = {}\n\n\
              [access]\nallow = [\"@alice:localhost\", \"@bob:localhost\"]\n\n",
             synapse.url,
             synapse.registration.display(),
+            courier.is_some(),
             db_url,
             llm.base_url,
             opts.llm_timeout_secs,
@@ -268,7 +287,7 @@ impl Env {
         let bob = User::register(&synapse.url, "bob").await;
         let mallory = User::register(&synapse.url, "mallory").await;
         let metrics_url = format!("http://{metrics_addr}/metrics");
-        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr, metrics_url, db_url }
+        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr, metrics_url, db_url, courier }
     }
 
     /// The bot's Prometheus text.
