@@ -89,6 +89,16 @@ impl Store {
         row.map(|r| Ok(r.try_get("generation")?)).transpose()
     }
 
+    /// Who last held `persona`'s crypto lease, and its generation (for tests and
+    /// operators).
+    pub async fn crypto_lease(&self, persona: &str) -> Result<Option<(String, i64)>> {
+        let row = sqlx::query("SELECT holder, generation FROM crypto_leases WHERE persona = $1")
+            .bind(persona)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((r.try_get("holder")?, r.try_get("generation")?))).transpose()
+    }
+
     /// Gives `persona`'s crypto up (the row stays, with its generation).
     pub async fn release_crypto(&self, persona: &str, holder: &str) -> Result<()> {
         sqlx::query("UPDATE crypto_leases SET expires_at = 0 WHERE persona = $1 AND holder = $2")

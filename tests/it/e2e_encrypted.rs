@@ -12,7 +12,7 @@ use crate::support::llm::{Step, call, last_tool_result, text};
 use crate::support::{BOT, Env, Options, eventually};
 
 /// Waits until every persona's device is set up and cross-signed.
-async fn devices_ready(env: &Env) {
+pub async fn devices_ready(env: &Env) {
     let store = env.store().await;
     for persona in [BOT, crate::support::HELPER] {
         let store = store.clone();
@@ -141,7 +141,7 @@ async fn in_an_encrypted_group_both_people_decrypt_the_answer_and_a_device_logge
 }
 
 /// The model answers "Answer to: <the question's last word>".
-fn echo(req: &serde_json::Value) -> Step {
+pub fn echo(req: &serde_json::Value) -> Step {
     let asked = req["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
     text(&format!("Answer to: {}", asked.split_whitespace().last().unwrap_or("")))
 }

@@ -467,7 +467,7 @@ async fn serve_warns_once_with_the_fix_when_the_homeserver_cannot_reach_it() {
     let text = std::fs::read_to_string(&env.config_path).expect("config");
     let text = text
         .replace(&format!("listen = \"{}\"", env.bot_addr), &format!("listen = \"127.0.0.1:{port}\""))
-        .replace("[appservice]\n", "[appservice]\nbehind_proxy = true\n");
+        .replace("behind_proxy = false", "behind_proxy = true");
     let moved = env.dir.path().join("moved.toml");
     std::fs::write(&moved, text).expect("write");
     let health = format!("http://127.0.0.1:{port}/health");

@@ -20,20 +20,20 @@ const ROOMS: usize = 20;
 const LEASE_SECS: u64 = 6;
 
 /// A `serve` of its own: the test's config with another listen address and metrics port.
-struct Instance {
-    child: tokio::process::Child,
+pub struct Instance {
+    pub child: tokio::process::Child,
     addr: std::net::SocketAddr,
     metrics: String,
 }
 
 impl Instance {
     /// Starts instance `n` on `addr` (a free port if `None`).
-    async fn start(env: &Env, n: usize, addr: Option<std::net::SocketAddr>) -> (Self, std::net::SocketAddr) {
+    pub async fn start(env: &Env, n: usize, addr: Option<std::net::SocketAddr>) -> (Self, std::net::SocketAddr) {
         let addr = addr.unwrap_or_else(|| format!("127.0.0.1:{}", free_port()).parse().expect("addr"));
         let metrics = format!("127.0.0.1:{}", free_port());
         let config = std::fs::read_to_string(&env.config_path)
             .expect("config")
-            .replace("[appservice]\n", "[appservice]\nbehind_proxy = true\n")
+            .replace("behind_proxy = false", "behind_proxy = true")
             .replace(&format!("listen = \"{}\"", env.bot_addr), &format!("listen = \"{addr}\""))
             .replace(
                 &format!("listen = \"{}\"", env.metrics_url.trim_start_matches("http://").trim_end_matches("/metrics")),
@@ -46,7 +46,7 @@ impl Instance {
     }
 
     /// A counter from its Prometheus text.
-    async fn counter(&self, name: &str) -> u64 {
+    pub async fn counter(&self, name: &str) -> u64 {
         let text = reqwest::get(&self.metrics).await.expect("metrics").text().await.expect("text");
         text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
     }

@@ -56,6 +56,7 @@ mod safety;
 #[path = "../it/store.rs"]
 mod store;
 
+mod encrypted;
 mod instances;
 mod proxy;
 mod serving;
