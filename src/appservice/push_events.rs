@@ -187,4 +187,26 @@ mod tests {
         assert!(matches!(read(b"{}"), Err(ApiError::BadJson(_))));
         assert!(matches!(read(b"{\"events\": 3}"), Err(ApiError::BadJson(_))));
     }
+
+    #[test]
+    fn a_transactions_crypto_fields_are_read_and_a_broken_one_costs_nothing_else() {
+        let body = serde_json::json!({
+            "events": [{"type": "m.room.message"}],
+            "de.sorunome.msc2409.to_device": [
+                {"type": "m.room.encrypted", "to_user_id": "@b:x", "to_device_id": "D", "sender": "@a:x", "content": {}}
+            ],
+            "org.matrix.msc3202.device_lists": {"changed": ["@a:x"], "left": []},
+            "org.matrix.msc3202.device_one_time_keys_count": {"@b:x": {"D": {"signed_curve25519": 7}}},
+            "org.matrix.msc3202.device_unused_fallback_key_types": 5,
+        })
+        .to_string();
+        let (events, ext) = read(body.as_bytes()).expect("read");
+        assert_eq!(events.len(), 1, "the events are read whatever the crypto fields hold");
+        assert_eq!(ext.to_device.len(), 1);
+        assert_eq!(ext.device_lists.changed, vec!["@a:x".to_owned()]);
+        assert_eq!(ext.one_time_keys["@b:x"]["D"]["signed_curve25519"], 7);
+        assert!(ext.fallback_keys.is_empty(), "the malformed field is dropped");
+        let (_, none) = read(br#"{"events": []}"#).expect("read");
+        assert!(none.is_empty());
+    }
 }

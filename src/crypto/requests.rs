@@ -140,3 +140,103 @@ fn signing_keys(r: UploadSigningKeysRequest) -> upload_signing_keys::v3::Request
     request.user_signing_key = r.user_signing_key.map(|k| k.to_raw());
     request
 }
+
+#[cfg(test)]
+mod tests {
+    //! What goes over the wire for the machine's requests, against a stand-in homeserver
+    //! that records each request and answers as Synapse would.
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::{OriginalUri, State};
+    use matrix_sdk_common::ruma::{device_id, user_id};
+    use serde_json::json;
+
+    use super::*;
+
+    type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+
+    async fn stand_in() -> (String, Seen) {
+        let seen: Seen = Arc::default();
+        let app = axum::Router::new()
+            .fallback(
+                |State(seen): State<Seen>, method: http::Method, uri: OriginalUri, body: axum::body::Bytes| async move {
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let path = uri.0.path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
+                    seen.lock().expect("lock").push((method.to_string(), path.clone(), body));
+                    let answer = match uri.0.path() {
+                        "/_matrix/client/v3/keys/upload" => json!({"one_time_key_counts": {"signed_curve25519": 50}}),
+                        "/_matrix/client/v3/keys/query" => json!({"device_keys": {}, "failures": {}}),
+                        _ => json!({}),
+                    };
+                    axum::Json(answer)
+                },
+            )
+            .with_state(seen.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (base, seen)
+    }
+
+    fn client(base: &str) -> matrix::Client {
+        let once = matrix::RetryPolicy { attempts: 1, ..matrix::RetryPolicy::default() };
+        matrix::Client::new(base, "as-token", once)
+    }
+
+    #[tokio::test]
+    async fn the_machines_requests_go_out_as_the_personas_device_and_their_answers_come_back() {
+        let (base, seen) = stand_in().await;
+        let matrix = client(&base);
+        let machine = OlmMachine::new(user_id!("@bot:x"), device_id!("RBTEST")).await;
+        let user = ruma::user_id!("@bot:x");
+        let dev = Device { matrix: &matrix, user, device: "RBTEST" };
+        flush(dev, &machine).await.expect("sent");
+
+        let requests = seen.lock().expect("lock").clone();
+        let upload =
+            requests.iter().find(|(_, p, _)| p.starts_with("/_matrix/client/v3/keys/upload")).expect("an upload");
+        assert_eq!(upload.0, "POST");
+        assert!(upload.1.ends_with("?user_id=%40bot%3Ax&device_id=RBTEST"), "{}", upload.1);
+        assert_eq!(upload.2["device_keys"]["device_id"], "RBTEST");
+        assert_eq!(upload.2["one_time_keys"].as_object().map(|k| k.len()), Some(50), "its one-time keys");
+        assert!(requests.iter().any(|(m, p, b)| m == "POST"
+            && p.starts_with("/_matrix/client/v3/keys/query")
+            && b["device_keys"] == json!({"@bot:x": []})));
+        // The answer reached the machine: the keys are not uploaded twice.
+        seen.lock().expect("lock").clear();
+        flush(dev, &machine).await.expect("sent");
+        let again = seen.lock().expect("lock").clone();
+        assert!(!again.iter().any(|(_, p, _)| p.contains("/keys/upload")), "{again:?}");
+    }
+
+    #[tokio::test]
+    async fn cross_signing_uploads_the_three_keys_then_the_signatures() {
+        let (base, seen) = stand_in().await;
+        let matrix = client(&base);
+        let machine = OlmMachine::new(user_id!("@bot:x"), device_id!("RBTEST")).await;
+        let dev = Device { matrix: &matrix, user: ruma::user_id!("@bot:x"), device: "RBTEST" };
+        let bootstrap = machine.bootstrap_cross_signing(false).await.expect("bootstrap");
+        cross_signing(dev, &machine, bootstrap).await.expect("uploaded");
+        let paths: Vec<String> =
+            seen.lock().expect("lock").iter().map(|(_, p, _)| p.split('?').next().unwrap_or("").to_owned()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/_matrix/client/v3/keys/upload",
+                "/_matrix/client/v3/keys/device_signing/upload",
+                "/_matrix/client/v3/keys/signatures/upload"
+            ]
+        );
+        let keys = seen.lock().expect("lock")[1].2.clone();
+        for k in ["master_key", "self_signing_key", "user_signing_key"] {
+            assert!(keys[k]["keys"].is_object(), "{k}: {keys}");
+        }
+        let signatures = seen.lock().expect("lock")[2].2.clone();
+        let by = signatures["@bot:x"]["RBTEST"]["signatures"]["@bot:x"].as_object().cloned().unwrap_or_default();
+        assert!(
+            by.len() == 1 && by.keys().all(|k| k.starts_with("ed25519:") && k != "ed25519:RBTEST"),
+            "the device signed by the self-signing key: {signatures}"
+        );
+        assert!(machine.cross_signing_status().await.is_complete());
+    }
+}

@@ -40,12 +40,17 @@ async fn two_instances_share_the_personas_crypto_and_every_answer_decrypts_once(
     }
     let expected = |p: &str| (1..=4).map(|i| (json!(format!("Answer to: {p}{i}")), json!(null))).collect::<Vec<_>>();
     let answers = |events: &[serde_json::Value]| {
-        from(events, BOT).iter().map(|e| (e["content"]["body"].clone(), e["decryption_failure"].clone())).collect::<Vec<_>>()
+        from(events, BOT)
+            .iter()
+            .map(|e| (e["content"]["body"].clone(), e["decryption_failure"].clone()))
+            .collect::<Vec<_>>()
     };
     assert_eq!(answers(&alice.messages(&dm).await), expected("d"), "the DM's answers, each once, all decrypted");
     assert_eq!(answers(&bob.messages(&group).await), expected("g"), "the group's, as bob sees them");
     assert_eq!(answers(&alice.messages(&group).await), expected("g"), "and as alice sees them");
-    assert!(one.counter("richbot_transactions_total ").await > 0 && two.counter("richbot_transactions_total ").await > 0);
+    assert!(
+        one.counter("richbot_transactions_total ").await > 0 && two.counter("richbot_transactions_total ").await > 0
+    );
     let store = env.store().await;
     let (_, generation) = store.crypto_lease(BOT).await.expect("store").expect("the persona's crypto was leased");
     assert!(generation > 1, "the persona's crypto moved between the instances (generation {generation})");

@@ -11,6 +11,8 @@
 mod load;
 mod save;
 mod store;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
