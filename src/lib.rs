@@ -105,8 +105,8 @@ pub use parts::Error;
 
 /// How long `serve` waits for its probe to come back before it takes the homeserver to
 /// lack what encryption needs (generous: a loaded homeserver is slow, and a wrong "no"
-/// turns encrypted rooms off).
-const PROBE_WAIT: Duration = Duration::from_secs(60);
+/// turns encrypted rooms off until the next start; a working one answers in milliseconds).
+const PROBE_WAIT: Duration = Duration::from_secs(30);
 
 /// Runs the appservice on `listener` until `shutdown` resolves.
 pub async fn run(

@@ -43,7 +43,6 @@ pub fn settings(room: &RoomEncryption) -> EncryptionSettings {
             .unwrap_or(defaults.rotation_period_msgs),
         history_visibility: visibility,
         sharing_strategy: CollectStrategy::AllDevices,
-        ..defaults
     }
 }
 

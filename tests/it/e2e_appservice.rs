@@ -126,7 +126,7 @@ async fn check_reports_every_part_and_names_the_failing_one() {
     let mut env = Env::start().await;
     let (code, stdout) = run_check(&env).await;
     assert_eq!(code, Some(0), "{stdout}");
-    for name in ["config", "database", "homeserver", "appservice ping", "llm"] {
+    for name in ["config", "database", "homeserver", "appservice ping", "encryption", "llm"] {
         assert!(stdout.lines().any(|l| l.starts_with("ok") && l.contains(&format!("{name}:"))), "{name} in:\n{stdout}");
     }
 

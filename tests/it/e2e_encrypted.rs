@@ -290,3 +290,44 @@ async fn a_key_that_never_comes_gives_the_room_one_notice_an_hour() {
     assert!(env.llm.requests().is_empty(), "the model never saw a message it could not read");
     alice.stop().await;
 }
+
+/// Takes about 30 s: `serve` waits that long for its probe before it concludes that the
+/// homeserver does not send what encryption needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_homeserver_without_what_encryption_needs_gets_the_fix_logged_once_and_todays_behaviour() {
+    let mut env = Env::start_with(Options { homeserver_encryption: false, ..Options::default() }).await;
+    env.bot.stop().await;
+    let log = env.dir.path().join("serve.log");
+    let stderr = std::fs::File::create(&log).expect("log");
+    let health = format!("http://{}/health", env.bot_addr);
+    let mut serve = crate::support::serve_binary(&env.config_path, stderr.into(), &health).await;
+    let fix = "msc2409_to_device_messages_enabled: true";
+    eventually("serve says what the homeserver lacks", Duration::from_secs(120), || async {
+        std::fs::read_to_string(&log).ok().filter(|l| l.contains(fix)).map(|_| ())
+    })
+    .await;
+
+    // Then an encrypted DM gets today's answer: one notice, and the persona leaves.
+    let encryption =
+        json!({"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
+    let room = env
+        .alice
+        .create_room_with(json!({"invite": [BOT], "is_direct": true, "preset": "trusted_private_chat", "initial_state": [encryption]}))
+        .await;
+    let notice = eventually("the persona says it cannot read the room", Duration::from_secs(60), || async {
+        env.alice.messages_from(&room, BOT).await.into_iter().next()
+    })
+    .await;
+    assert!(
+        notice["content"]["body"].as_str().is_some_and(|b| b.contains("can't read encrypted messages")),
+        "{notice}"
+    );
+    eventually("the persona leaves", Duration::from_secs(60), || async {
+        (!env.alice.joined_members(&room).await.iter().any(|u| u == BOT)).then_some(())
+    })
+    .await;
+    let logged = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(logged.matches(fix).count(), 1, "said once: {logged}");
+    serve.start_kill().expect("kill");
+    let _ = serve.wait().await;
+}

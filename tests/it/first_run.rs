@@ -85,7 +85,13 @@ async fn check_passes_a_good_deployment_and_names_the_fix_for_each_usual_mistake
     let d = Deployment::start().await;
     let (code, out) = check(&d.folder("good", same, same));
     assert_eq!(code, Some(0), "{out}");
-    assert_eq!(out.lines().filter(|l| l.starts_with("ok")).count(), 6, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("ok")).count(), 7, "{out}");
+    assert!(
+        out.contains(
+            "ok   encryption: 1 persona device, cross-signed; the homeserver sends to-device messages and key counts"
+        ),
+        "{out}"
+    );
 
     let cases: Vec<(&str, PathBuf, &str)> = vec![
         (
@@ -102,6 +108,15 @@ async fn check_passes_a_good_deployment_and_names_the_fix_for_each_usual_mistake
             "base_url without /v1",
             d.folder("no_v1", same, |t| t.replace("/v1\"", "\"")),
             "answered 404: does llm.base_url end in /v1?",
+        ),
+        (
+            "a registration without what encryption needs",
+            d.folder(
+                "no_crypto",
+                |r| r.replace("org.matrix.msc3202: true\n", "").replace("io.element.msc4190: true\n", ""),
+                same,
+            ),
+            "the registration lacks what end-to-end encryption needs",
         ),
         (
             "a model the endpoint does not offer",

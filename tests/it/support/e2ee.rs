@@ -118,10 +118,6 @@ impl E2ee {
         self.call(json!({"cmd": "join", "room": room})).await;
     }
 
-    pub async fn invite(&mut self, room: &str, user: &str) {
-        self.call(json!({"cmd": "invite", "room": room, "user": user})).await;
-    }
-
     /// Sends a text message (encrypted, in an encrypted room); its event id.
     pub async fn say(&mut self, room: &str, body: &str) -> String {
         self.send(room, json!({"msgtype": "m.text", "body": body})).await

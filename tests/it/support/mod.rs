@@ -203,6 +203,9 @@ pub struct Options {
     /// The homeserver reaches richbot through a [`courier::Courier`] (which can hold back
     /// or lose the room keys transactions carry).
     pub courier: bool,
+    /// The homeserver sends appservices to-device messages and key counts (what
+    /// encryption needs), as the suite's Synapse does unless this is false.
+    pub homeserver_encryption: bool,
 }
 
 impl Default for Options {
@@ -212,6 +215,7 @@ impl Default for Options {
             personas: vec![("richbot", "Richbot"), ("rb_helper", "Helper")],
             llm_timeout_secs: 20,
             courier: false,
+            homeserver_encryption: true,
         }
     }
 }
@@ -256,8 +260,13 @@ impl Env {
             false => None,
         };
         let as_addr = front.as_ref().map_or(bot_addr, |f| f.local_addr().expect("addr"));
-        let synapse =
-            tokio::task::spawn_blocking(move || Synapse::start(&format!("http://{as_addr}"))).await.expect("synapse");
+        let encryption = opts.homeserver_encryption;
+        let synapse = tokio::task::spawn_blocking(move || match encryption {
+            true => Synapse::start(&format!("http://{as_addr}")),
+            false => Synapse::start_without_encryption(&format!("http://{as_addr}")),
+        })
+        .await
+        .expect("synapse");
         let courier = front.map(|f| courier::Courier::start(f, bot_addr));
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().expect("tempdir");

@@ -56,6 +56,16 @@ fn token() -> String {
 impl Synapse {
     /// Starts a fresh Synapse whose appservice lives at `as_url`.
     pub fn start(as_url: &str) -> Self {
+        Self::start_with(as_url, true)
+    }
+
+    /// A Synapse as it comes: it neither sends to-device messages nor key counts to
+    /// appservices (what encryption needs is off).
+    pub fn start_without_encryption(as_url: &str) -> Self {
+        Self::start_with(as_url, false)
+    }
+
+    fn start_with(as_url: &str, encryption: bool) -> Self {
         install();
         let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
         let dir = base.join(format!("richbot-synapse-{}-{}", std::process::id(), token()[..8].to_lowercase()));
@@ -87,7 +97,7 @@ impl Synapse {
              enable_registration: true\nenable_registration_without_verification: true\n\
              presence:\n  enabled: false\nurl_preview_enabled: false\nenable_metrics: false\n\
              app_service_config_files: [\"{}\"]\n{limits}\
-             experimental_features:\n  msc3202_transaction_extensions: true\n  msc2409_to_device_messages_enabled: true\n\
+             experimental_features:\n  msc3202_transaction_extensions: {encryption}\n  msc2409_to_device_messages_enabled: {encryption}\n\
              rc_login:\n  address: {{per_second: 10000, burst_count: 10000}}\n  account: {{per_second: 10000, burst_count: 10000}}\n  failed_attempts: {{per_second: 10000, burst_count: 10000}}\n\
              rc_joins:\n  local: {{per_second: 10000, burst_count: 10000}}\n  remote: {{per_second: 10000, burst_count: 10000}}\n\
              rc_invites:\n  per_room: {{per_second: 10000, burst_count: 10000}}\n  per_user: {{per_second: 10000, burst_count: 10000}}\n  per_issuer: {{per_second: 10000, burst_count: 10000}}\n",

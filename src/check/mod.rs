@@ -4,7 +4,7 @@
 //!
 //! The ping needs something answering at the registration's URL: when `richbot serve` is
 //! not running, the check serves the appservice routes itself on the configured address
-//! for the duration of the ping.
+//! for the duration of the ping and the encryption probe (`encryption.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +15,8 @@ use crate::config::Settings;
 use crate::matrix;
 use crate::parts::Parts;
 use crate::{appservice, inbox, store};
+
+mod encryption;
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +65,15 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
     lines.push(line("homeserver", reachable));
     if answers {
         lines.push(line("registration", registration(settings, &parts).await));
-        lines.push(line("appservice ping", ping(settings, &parts).await));
+        let checked = encryption::crypto(settings, &parts);
+        let local = serve_locally(settings, &parts, checked.crypto.clone()).await;
+        let pinged = ping(settings, &parts).await;
+        let reached = pinged.is_ok();
+        lines.push(line("appservice ping", pinged));
+        lines.push(line("encryption", encryption::line(settings, &parts, &checked, reached).await));
+        if let Some(task) = local {
+            task.abort();
+        }
     } else {
         lines.push(line("appservice ping", Err("skipped: the homeserver is unreachable".to_owned())));
     }
@@ -92,30 +102,33 @@ async fn registration(settings: &Settings, parts: &Parts) -> Result<String, Stri
     }
 }
 
+/// Serves the appservice routes here while the check runs, if nothing else listens on
+/// the configured address (no `serve` running): the ping and the encryption probe need
+/// something to answer the homeserver, and to record what it sends.
+async fn serve_locally(
+    settings: &Settings,
+    parts: &Parts,
+    crypto: Option<crate::crypto::Crypto>,
+) -> Option<tokio::task::JoinHandle<std::io::Result<()>>> {
+    let listener = TcpListener::bind(settings.listen).await.ok()?;
+    let queue = parts.room_queue().await.ok()?;
+    let inbox = inbox::Inbox::new(
+        parts.store.clone(),
+        queue,
+        (parts.personas.clone(), crate::parts::room_policy(settings)),
+        Arc::default(),
+    )
+    .with_crypto(crypto);
+    let state = appservice::AppState::new(&settings.registration.hs_token, inbox, parts.personas.clone());
+    let app = appservice::router(state, settings.config.appservice.max_body_bytes);
+    Some(tokio::spawn(async move { axum::serve(listener, app).await }))
+}
+
 /// The homeserver calls richbot (here, or a running `serve`) and reports back.
 async fn ping(settings: &Settings, parts: &Parts) -> Result<String, String> {
-    // Serve the appservice routes ourselves if nothing else is listening.
-    let local = match TcpListener::bind(settings.listen).await {
-        Ok(listener) => {
-            let queue = parts.room_queue().await.map_err(|e| e.to_string())?;
-            let inbox = inbox::Inbox::new(
-                parts.store.clone(),
-                queue,
-                (parts.personas.clone(), crate::parts::room_policy(settings)),
-                Arc::default(),
-            );
-            let state = appservice::AppState::new(&settings.registration.hs_token, inbox, parts.personas.clone());
-            let app = appservice::router(state, settings.config.appservice.max_body_bytes);
-            Some(tokio::spawn(async move { axum::serve(listener, app).await }))
-        }
-        Err(_) => None,
-    };
     let answer =
         tokio::time::timeout(Duration::from_secs(15), parts.matrix.ping(&settings.registration.id, "richbot-check"))
             .await;
-    if let Some(task) = local {
-        task.abort();
-    }
     match answer {
         Ok(Ok(ms)) => Ok(format!("homeserver -> richbot -> homeserver in {ms} ms")),
         Ok(Err(e)) => Err(ping_failure(settings, &e)),
