@@ -61,6 +61,7 @@
 pub mod check;
 pub mod init;
 pub mod migrate;
+pub mod reset;
 pub mod parts;
 pub mod config;
 pub mod registration;

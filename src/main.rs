@@ -1,5 +1,5 @@
-//! The `richbot` command: `init`, `serve`, `check`, `migrate`, `generate-registration`,
-//! `blocks check`.
+//! The `richbot` command: `init`, `serve`, `check`, `migrate`, `reset-crypto`,
+//! `generate-registration`, `blocks check`.
 //! The only place `anyhow` is used: each start-up step gets its context here.
 
 use std::io::Read;
@@ -83,6 +83,15 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+    /// Start a persona's end-to-end encryption over (a new device and identity at the next
+    /// start), when its crypto state is lost or broken. Run with richbot serve stopped.
+    ResetCrypto {
+        #[arg(long, env = "RICHBOT_CONFIG", default_value = "richbot.toml")]
+        config: PathBuf,
+        /// The persona's localpart.
+        #[arg(long)]
+        persona: String,
+    },
     /// Block payload tools.
     Blocks {
         #[command(subcommand)]
@@ -130,6 +139,7 @@ fn main() -> ExitCode {
         }
         Command::Serve { config } => report(serve(config)),
         Command::Migrate { from, to } => report(migrate(&from, &to)),
+        Command::ResetCrypto { config, persona } => report(reset_crypto(&config, &persona)),
         Command::Check { config } => match check(config) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
@@ -244,6 +254,12 @@ fn migrate(from: &str, to: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn reset_crypto(path: &std::path::Path, persona: &str) -> anyhow::Result<()> {
+    let settings = load(path)?;
+    println!("{}", runtime()?.block_on(richbot::reset::run(&settings, persona))?);
+    Ok(())
+}
+
 fn check(path: PathBuf) -> anyhow::Result<bool> {
     let settings = match load(&path) {
         Ok(s) => s,
@@ -264,29 +280,14 @@ fn check(path: PathBuf) -> anyhow::Result<bool> {
 
 fn blocks_check(file: &str, tool: Option<&str>) -> ExitCode {
     let mut text = String::new();
-    let read = if file == "-" {
-        std::io::stdin().read_to_string(&mut text).map(drop)
-    } else {
-        std::fs::read_to_string(file).map(|t| text = t)
+    let read = match file {
+        "-" => std::io::stdin().read_to_string(&mut text).map(drop),
+        _ => std::fs::read_to_string(file).map(|t| text = t),
     };
-    if let Err(e) = read {
-        eprintln!("cannot read {file}: {e}");
-        return ExitCode::FAILURE;
-    }
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("not JSON: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = match tool {
-        Some(name) => richbot::tools::plan(name, &value).map(|call| call.to_canonical_json()).map_err(|e| e.error),
-        None => richbot::blocks::Rich::checked(value).map(|r| r.to_value()).map_err(|e| e.to_string()),
-    };
+    let result = read.map_err(|e| format!("cannot read {file}: {e}")).and_then(|()| richbot::tools::check_text(&text, tool));
     match result {
-        Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        Ok(canonical) => {
+            println!("{canonical}");
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -18,6 +18,17 @@ impl Client {
         self.call(Method::PUT, &path, Some(user), Some(&json!({"display_name": display_name}))).await.map(drop)
     }
 
+    /// `DELETE /_matrix/client/v3/devices/{deviceId}` as the appservice for `user` (MSC4190:
+    /// no interactive auth). A device already gone counts as deleted.
+    pub async fn delete_device(&self, user: &UserId, device: &str) -> Result<(), Error> {
+        let path = format!("/_matrix/client/v3/devices/{}", enc(device));
+        match self.call(Method::DELETE, &path, Some(user), Some(&json!({}))).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.errcode() == Some("M_NOT_FOUND") => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `GET /_matrix/client/v3/devices/{deviceId}` as `user`: whether the device exists.
     pub async fn device_exists(&self, user: &UserId, device: &str) -> Result<bool, Error> {
         let path = format!("/_matrix/client/v3/devices/{}", enc(device));

@@ -148,3 +148,14 @@ impl ToolError {
         serde_json::to_string(self).unwrap_or_else(|_| format!("{{\"error\":\"{}\"}}", self.code))
     }
 }
+
+/// `richbot blocks check`: `text` (a payload, or with `tool` a tool call's arguments)
+/// checked, as pretty canonical JSON, or the error line.
+pub fn check_text(text: &str, tool: Option<&str>) -> Result<String, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let checked = match tool {
+        Some(name) => plan(name, &value).map(|call| call.to_canonical_json()).map_err(|e| e.error)?,
+        None => crate::blocks::Rich::checked(value).map(|r| r.to_value()).map_err(|e| e.to_string())?,
+    };
+    Ok(serde_json::to_string_pretty(&checked).unwrap_or_default())
+}

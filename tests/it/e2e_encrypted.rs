@@ -331,3 +331,45 @@ async fn a_homeserver_without_what_encryption_needs_gets_the_fix_logged_once_and
     serve.start_kill().expect("kill");
     let _ = serve.wait().await;
 }
+
+fn reset_crypto(env: &Env) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(["reset-crypto", "--persona", "richbot", "--config"])
+        .arg(&env.config_path)
+        .output()
+        .expect("run reset-crypto")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_crypto_waits_for_serve_to_stop_then_the_persona_starts_over_with_a_new_device() {
+    let mut env = Env::start().await;
+    env.llm.respond_with(echo);
+    devices_ready(&env).await;
+    let store = env.store().await;
+    let old = store.crypto_kv(BOT, richbot::crypto::DEVICE_ID).await.expect("store").expect("a device");
+    if env.db_url.starts_with("sqlite") {
+        let refused = tokio::task::block_in_place(|| reset_crypto(&env));
+        assert_eq!(refused.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("stop richbot serve first"), "{refused:?}");
+    }
+    env.bot.stop().await;
+    let done = tokio::task::block_in_place(|| reset_crypto(&env));
+    assert!(done.status.success(), "{done:?}");
+    assert!(String::from_utf8_lossy(&done.stdout).contains(&format!("device {old} deleted")), "{done:?}");
+    assert_eq!(store.crypto_kv(BOT, richbot::crypto::DEVICE_ID).await.expect("store"), None);
+
+    env.start_bot_again().await;
+    devices_ready(&env).await;
+    let new = store.crypto_kv(BOT, richbot::crypto::DEVICE_ID).await.expect("store").expect("a device");
+    assert_ne!(new, old);
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let room = alice.create_room(&[BOT], true).await;
+    alice.wait_joined(&room, BOT).await;
+    alice.say(&room, "question again").await;
+    let events = alice.wait_messages(&room, BOT, 1).await;
+    assert_eq!(from(&events, BOT)[0]["content"]["body"], "Answer to: again", "{events:#?}");
+    let status = alice.device_status(BOT).await;
+    assert_eq!(status["devices"], json!([new]), "only the new device is left: {status}");
+    assert_eq!(status["signed_by_owner"], true, "signed by the new identity: {status}");
+    alice.stop().await;
+}
