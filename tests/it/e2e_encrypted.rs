@@ -373,3 +373,35 @@ async fn reset_crypto_waits_for_serve_to_stop_then_the_persona_starts_over_with_
     assert_eq!(status["signed_by_owner"], true, "signed by the new identity: {status}");
     alice.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_write_whose_answer_is_lost_goes_out_once_its_retries_the_same_ciphertext() {
+    let env = Env::start_with(Options { lossy: true, ..Options::default() }).await;
+    env.llm.respond_with(echo);
+    devices_ready(&env).await;
+    let lossy = env.lossy.as_ref().expect("a lossy way to the homeserver");
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let room = alice.create_room(&[BOT], true).await;
+    alice.wait_joined(&room, BOT).await;
+
+    // Every answer to the first write's attempts is lost: the retries give up, the turn
+    // resumes, and the write is found (its marker, decrypted) instead of sent again.
+    lossy.lose(6);
+    alice.say(&room, "question once").await;
+    let turns = env.wait_turns(&room, 1).await;
+    assert_eq!(turns[0].0, "answered", "{turns:?}");
+    let sends = lossy.sends();
+    let first = &sends[0];
+    let retries: Vec<_> = sends.iter().filter(|(path, _)| *path == first.0).collect();
+    // Six attempts (the homeserver client's retries), all answers lost; after the turn
+    // resumed, none more: the write was found by its marker in the persona's own
+    // (decrypted) messages.
+    assert_eq!(retries.len(), 6, "{sends:?}");
+    assert_eq!(sends.len(), 6, "no other write: {sends:?}");
+    assert!(retries.iter().all(|(_, body)| *body == first.1), "every attempt carried the same ciphertext");
+    let events = alice.wait_messages(&room, BOT, 1).await;
+    let answers = from(&events, BOT);
+    assert_eq!(answers.len(), 1, "posted once: {events:#?}");
+    assert_eq!(answers[0]["content"]["body"], "Answer to: once");
+    alice.stop().await;
+}

@@ -5,6 +5,7 @@ pub mod courier;
 pub mod e2ee;
 pub mod fake_hs;
 pub mod llm;
+pub mod lossy;
 pub mod mcp;
 pub mod postgres;
 pub mod synapse;
@@ -206,6 +207,9 @@ pub struct Options {
     /// The homeserver sends appservices to-device messages and key counts (what
     /// encryption needs), as the suite's Synapse does unless this is false.
     pub homeserver_encryption: bool,
+    /// richbot reaches the homeserver through a [`lossy::Lossy`] (which can lose the
+    /// answers to its encrypted sends).
+    pub lossy: bool,
 }
 
 impl Default for Options {
@@ -216,6 +220,7 @@ impl Default for Options {
             llm_timeout_secs: 20,
             courier: false,
             homeserver_encryption: true,
+            lossy: false,
         }
     }
 }
@@ -237,6 +242,8 @@ pub struct Env {
     pub db_url: String,
     /// Between the homeserver and richbot, when asked for (`Options::courier`).
     pub courier: Option<courier::Courier>,
+    /// Between richbot and the homeserver's client API, when asked for (`Options::lossy`).
+    pub lossy: Option<lossy::Lossy>,
 }
 
 pub const BOT: &str = "@richbot:localhost";
@@ -269,6 +276,11 @@ impl Env {
         .expect("synapse");
         let courier = front.map(|f| courier::Courier::start(f, bot_addr));
         let llm = FakeLlm::start().await;
+        let lossy = match opts.lossy {
+            true => Some(lossy::Lossy::start(&synapse.url).await),
+            false => None,
+        };
+        let homeserver = lossy.as_ref().map_or(synapse.url.clone(), |l| l.url.clone());
         let dir = tempfile::tempdir().expect("tempdir");
         let config_path = dir.path().join("richbot.toml");
         let db_url = postgres::database_url(dir.path(), "richbot.db").await;
@@ -276,7 +288,7 @@ impl Env {
             "[homeserver]\nurl = \"{}\"\nserver_name = \"localhost\"\n\n[appservice]\nregistration = \"{}\"\nlisten = \"{bot_addr}\"\nbehind_proxy = {}\n\n\
              [database]\nurl = \"{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = {}\n\n\
              [access]\nallow = [\"@alice:localhost\", \"@bob:localhost\"]\n\n",
-            synapse.url,
+            homeserver,
             synapse.registration.display(),
             courier.is_some(),
             db_url,
@@ -296,7 +308,7 @@ impl Env {
         let bob = User::register(&synapse.url, "bob").await;
         let mallory = User::register(&synapse.url, "mallory").await;
         let metrics_url = format!("http://{metrics_addr}/metrics");
-        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr, metrics_url, db_url, courier }
+        Self { synapse, llm, bot, dir, config_path, alice, bob, mallory, bot_addr, metrics_url, db_url, courier, lossy }
     }
 
     /// The bot's Prometheus text.
