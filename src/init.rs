@@ -54,6 +54,13 @@ fn config_text(o: &Options) -> String {
          [database]\nurl = \"sqlite://richbot.db\"\n\n\
          [llm]\nbase_url = \"http://127.0.0.1:8080/v1\"       # any OpenAI-compatible API, including /v1\nmodel = \"gpt-4o-mini\"\n\
          # api_key = \"...\"                          # or api_key_file = \"...\", or OPENAI_API_KEY\n\n\
+         [encryption]\n\
+         # Encrypted rooms (Element's DMs) are read and answered. The registration beside this\n\
+         # file has what that needs; Synapse needs in homeserver.yaml (see the README):\n\
+         #   experimental_features:\n\
+         #     msc3202_transaction_extensions: true\n\
+         #     msc2409_to_device_messages_enabled: true\n\
+         enabled = true\n\n\
          [[personas]]\nlocalpart = \"richbot\"\ndisplay_name = \"Richbot\"\n",
         hs = o.homeserver,
         server = o.server_name,
