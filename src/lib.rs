@@ -15,8 +15,15 @@
 //!                                                     v
 //!                                  outbox --> matrix --> homeserver
 //!                     (every write as a persona, paced, exactly once)
+//!   crypto beside the inbox and the outbox: decrypts what comes in, encrypts what goes out
 //!   store (SQLite or PostgreSQL) under all of them: the only place that runs SQL
 //! ```
+//!
+//! Encryption is at the two ends (`crypto`): the inbox hands what transactions bring for
+//! the personas' devices to their crypto, an encrypted event reaches the room stage as
+//! its clear event (`room::decrypt`), and the outbox encrypts a write for an encrypted
+//! room just before it goes out. Triggers, context, tools and rendering never know
+//! whether a room is encrypted.
 //!
 //! The modules are declared below in that order, and dependencies point down the list: a
 //! module uses only modules declared after it (checked by `tests/it/layout.rs`), so there
@@ -56,6 +63,11 @@
 //!     allows it; an MCP tool's result is recorded before the model sees it, so a resumed
 //!     turn never calls it twice. A reply's calls run together only when every one of them
 //!     is `concurrent`.
+//! 11. A write to an encrypted room is encrypted once, before its first attempt, and its
+//!     ciphertext kept: every retry sends the same bytes. A persona's Olm state is
+//!     advanced by one holder at a time (a lease among instances) and stored before
+//!     anything made with it goes out; what the homeserver pushes for the devices is
+//!     stored before the transaction is answered. A room is judged encrypted by its state.
 
 // Commands and set-up.
 pub mod check;

@@ -284,7 +284,8 @@ fn blocks_check(file: &str, tool: Option<&str>) -> ExitCode {
         "-" => std::io::stdin().read_to_string(&mut text).map(drop),
         _ => std::fs::read_to_string(file).map(|t| text = t),
     };
-    let result = read.map_err(|e| format!("cannot read {file}: {e}")).and_then(|()| richbot::tools::check_text(&text, tool));
+    let result =
+        read.map_err(|e| format!("cannot read {file}: {e}")).and_then(|()| richbot::tools::check_text(&text, tool));
     match result {
         Ok(canonical) => {
             println!("{canonical}");

@@ -42,6 +42,7 @@ pub use device::CROSS_SIGNED;
 pub use machine::{DEVICE_ID, Sharing};
 pub use probe::{PROBE_TYPE, Probe, probe, seen as probe_seen};
 pub use pushed::{Extensions, Pushed};
+pub use state::DbState;
 
 /// A crypto failure. All but [`Error::Olm`] on a message are worth trying again later.
 #[derive(Debug, thiserror::Error)]

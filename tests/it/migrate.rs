@@ -1,12 +1,47 @@
-//! `richbot migrate`: a deployment's state survives a round trip from SQLite to this run's
-//! database (PostgreSQL in the `it_postgres` run) and back, with every table's rows
-//! counted on both sides; a busy, missing or non-empty database is refused.
+//! `richbot migrate`: a deployment's state (its personas' crypto included) survives a round
+//! trip from SQLite to this run's database (PostgreSQL in the `it_postgres` run) and back,
+//! with every table's rows counted on both sides; a busy, missing or non-empty database is
+//! refused.
 
 use richbot::store::{Budgets, NewApproval, NewEvent, NewSent, NewWrite, Store, TurnRecord};
 use ruma::{event_id, room_id, user_id};
 use serde_json::json;
 
 use crate::support::postgres::database_url;
+
+/// The persona's Olm machine over the store's crypto state.
+async fn machine(s: &Store) -> matrix_sdk_crypto::OlmMachine {
+    let state = richbot::crypto::DbState::new(s.clone(), "@bot:x");
+    let (user, device) =
+        (matrix_sdk_common::ruma::user_id!("@bot:x"), matrix_sdk_common::ruma::device_id!("RBMIGRATE"));
+    matrix_sdk_crypto::OlmMachine::with_store(user, device, state, None).await.expect("a machine")
+}
+
+/// A message the persona encrypted in `!r:x`, as its room would hold it; and its identity.
+async fn sealed(s: &Store) -> (serde_json::Value, String) {
+    let m = machine(s).await;
+    let room = matrix_sdk_common::ruma::room_id!("!r:x");
+    m.share_room_key(room, std::iter::empty(), matrix_sdk_crypto::EncryptionSettings::default()).await.expect("key");
+    let body = serde_json::value::to_raw_value(&json!({"msgtype": "m.text", "body": "sealed"})).expect("raw");
+    let body = matrix_sdk_common::ruma::serde::Raw::from_json(body);
+    let out = m.encrypt_room_event_raw(room, "m.room.message", &body).await.expect("encrypted");
+    let content: serde_json::Value = serde_json::from_str(out.content.json().get()).expect("json");
+    let event = json!({"type": "m.room.encrypted", "event_id": "$s", "sender": "@bot:x", "room_id": "!r:x",
+                       "origin_server_ts": 1, "content": content});
+    (event, m.identity_keys().ed25519.to_base64())
+}
+
+/// The moved crypto state: the same identity, and the persona's own message decrypts.
+async fn assert_crypto(s: &Store, (event, identity): &(serde_json::Value, String)) {
+    let m = machine(s).await;
+    assert_eq!(&m.identity_keys().ed25519.to_base64(), identity, "the same device identity");
+    let raw = matrix_sdk_common::ruma::serde::Raw::from_json(serde_json::value::to_raw_value(event).expect("raw"));
+    let any = matrix_sdk_crypto::DecryptionSettings {
+        sender_device_trust_requirement: matrix_sdk_crypto::TrustRequirement::Untrusted,
+    };
+    let clear = m.decrypt_room_event(&raw, matrix_sdk_common::ruma::room_id!("!r:x"), &any).await.expect("decrypts");
+    assert!(clear.event.json().get().contains("\"sealed\""));
+}
 
 const NOW: i64 = 1_000_000_000_000;
 
@@ -90,6 +125,7 @@ async fn a_round_trip_keeps_turns_sent_messages_budgets_and_the_outbox() {
     let old = format!("sqlite://{}", dir.path().join("old.db").display());
     let source = Store::open(&old).await.expect("open");
     let running = fill(&source).await;
+    let crypto = sealed(&source).await;
     let instance = source.instance_id().await.expect("instance");
     let counts = source.row_counts().await.expect("counts");
     source.close().await;
@@ -107,6 +143,7 @@ async fn a_round_trip_keeps_turns_sent_messages_budgets_and_the_outbox() {
 
     let moved = Store::open(&new).await.expect("open the new database");
     assert_state(&moved, &instance, running).await;
+    assert_crypto(&moved, &crypto).await;
     assert_eq!(moved.row_counts().await.expect("counts"), counts);
     moved.close().await;
 
@@ -116,6 +153,7 @@ async fn a_round_trip_keeps_turns_sent_messages_budgets_and_the_outbox() {
     assert_eq!(copied.iter().map(|c| (c.table.clone(), c.rows)).collect::<Vec<_>>(), counts);
     let returned = Store::open(&back).await.expect("open");
     assert_state(&returned, &instance, running).await;
+    assert_crypto(&returned, &crypto).await;
 
     // New rows get new ids: the copied ids were not handed out again.
     let moved = Store::open(&new).await.expect("open");
