@@ -7,7 +7,7 @@
 //   {"id": 1, "cmd": "login", "hs": "http://127.0.0.1:8008", "user": "alice", "password": "..."}
 //   -> @@richbot {"id": 1, "ok": true, "user_id": "@alice:localhost", "device_id": "ABC"}
 //
-// Commands: login, isolation, create_room, join, send, wait_joined,
+// Commands: login, isolation, create_room, join, state, redact, send, wait_joined,
 // wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
 
 for (const level of ["log", "info", "debug", "warn", "error", "trace"]) {
@@ -130,6 +130,16 @@ const commands = {
     await until(`the invite to ${room}`, 60000, () => (client.getRoom(room) ? true : undefined));
     if (client.getRoom(room).getMyMembership() !== "join") await client.joinRoom(room);
     await until(`joined ${room}`, 60000, () => (client.getRoom(room)?.getMyMembership() === "join" ? true : undefined));
+    return {};
+  },
+
+  async state({ room, type, content, state_key = "" }) {
+    const { event_id } = await client.sendStateEvent(room, type, content, state_key);
+    return { event_id };
+  },
+
+  async redact({ room, event_id }) {
+    await client.redactEvent(room, event_id);
     return {};
   },
 

@@ -405,3 +405,54 @@ async fn an_encrypted_write_whose_answer_is_lost_goes_out_once_its_retries_the_s
     assert_eq!(answers[0]["content"]["body"], "Answer to: once");
     alice.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_that_turns_encryption_on_midway_is_answered_encrypted_from_then_on() {
+    let env = Env::start().await;
+    env.llm.respond_with(echo);
+    devices_ready(&env).await;
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let room = alice.create_room_with(&[BOT], true, false).await;
+    alice.wait_joined(&room, BOT).await;
+    alice.say(&room, "question clear").await;
+    alice.wait_messages(&room, BOT, 1).await;
+    alice.encrypt_room(&room).await;
+    alice.say(&room, "question secret").await;
+    let events = alice.wait_messages(&room, BOT, 2).await;
+    let answers: Vec<_> = from(&events, BOT).iter().map(|e| (e["content"]["body"].clone(), e["wire_type"].clone())).collect();
+    assert_eq!(
+        answers,
+        [(json!("Answer to: clear"), json!("m.room.message")), (json!("Answer to: secret"), json!("m.room.encrypted"))],
+        "{events:#?}"
+    );
+    alice.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_redacted_while_it_waits_for_its_key_is_dropped_without_a_word() {
+    let env = with_courier("[encryption]\nwait_for_key_secs = 3\n").await;
+    env.llm.respond_with(echo);
+    devices_ready(&env).await;
+    let courier = env.courier.as_ref().expect("a courier");
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let room = alice.create_room(&[BOT], true).await;
+    alice.wait_joined(&room, BOT).await;
+
+    courier.keys(Keys::Hold);
+    let regret = alice.say(&room, "question regretted").await;
+    waiting_for_a_key(&env, &room).await;
+    alice.redact(&room, &regret).await;
+    courier.keys(Keys::Pass);
+    courier.release().await;
+    alice.say(&room, "question kept").await;
+    let events = alice.wait_messages(&room, BOT, 1).await;
+    let answers: Vec<_> = from(&events, BOT).iter().map(|e| e["content"]["body"].clone()).collect();
+    assert_eq!(answers, [json!("Answer to: kept")], "no notice, no answer to what was redacted: {events:#?}");
+    let store = env.store().await;
+    eventually("nothing waits any more", Duration::from_secs(30), || async {
+        (store.key_waits(&crate::support::room_id(&room)).await.ok()? == 0).then_some(())
+    })
+    .await;
+    assert!(from(&alice.messages(&room).await, BOT).len() == 1);
+    alice.stop().await;
+}

@@ -109,9 +109,20 @@ impl E2ee {
 
     /// An encrypted room made by this person, inviting `invite` (a DM when `direct`).
     pub async fn create_room(&mut self, invite: &[&str], direct: bool) -> String {
+        self.create_room_with(invite, direct, true).await
+    }
+
+    /// A room made by this person, encrypted or not.
+    pub async fn create_room_with(&mut self, invite: &[&str], direct: bool, encrypted: bool) -> String {
         let done =
-            self.call(json!({"cmd": "create_room", "invite": invite, "direct": direct, "encrypted": true})).await;
+            self.call(json!({"cmd": "create_room", "invite": invite, "direct": direct, "encrypted": encrypted})).await;
         done["room_id"].as_str().expect("room id").to_owned()
+    }
+
+    /// Turns encryption on in `room` (an `m.room.encryption` state event).
+    pub async fn encrypt_room(&mut self, room: &str) {
+        let content = json!({"algorithm": "m.megolm.v1.aes-sha2"});
+        self.call(json!({"cmd": "state", "room": room, "type": "m.room.encryption", "content": content})).await;
     }
 
     pub async fn join(&mut self, room: &str) {
@@ -126,6 +137,10 @@ impl E2ee {
     pub async fn send(&mut self, room: &str, content: Value) -> String {
         let done = self.call(json!({"cmd": "send", "room": room, "content": content})).await;
         done["event_id"].as_str().expect("event id").to_owned()
+    }
+
+    pub async fn redact(&mut self, room: &str, event: &str) {
+        self.call(json!({"cmd": "redact", "room": room, "event_id": event})).await;
     }
 
     pub async fn wait_joined(&mut self, room: &str, user: &str) {
