@@ -188,7 +188,8 @@ impl Crypto {
     /// can; their crypto inboxes are taken first, so a key that came with the event counts.
     pub async fn decrypt(&self, room: &RoomId, personas: &[OwnedUserId], event: &Value) -> Result<Decryption, Error> {
         let i = &self.inner;
-        let mut outcome = Decryption::Undecryptable("no persona of the room has a device".to_owned());
+        // No persona of the room with a device yet (set up at start): try again later.
+        let mut outcome = Err(Error::NotReady(format!("every persona of {room}")));
         for persona in personas {
             let (Ok(slot), Ok(device)) = (self.slot(persona), self.device(persona).await) else { continue };
             let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
@@ -203,12 +204,12 @@ impl Crypto {
                     return Ok(Decryption::Clear(clear));
                 }
                 // A key another persona of the room may have.
-                other @ Decryption::MissingKey { .. } => outcome = other,
-                other if !matches!(outcome, Decryption::MissingKey { .. }) => outcome = other,
+                other @ Decryption::MissingKey { .. } => outcome = Ok(other),
+                other if !matches!(outcome, Ok(Decryption::MissingKey { .. })) => outcome = Ok(other),
                 _ => {}
             }
         }
-        Ok(outcome)
+        outcome
     }
 
     /// How long an encrypted event waits for its key, from now (ms since the epoch).

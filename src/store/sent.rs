@@ -35,8 +35,13 @@ pub struct NewSent<'a> {
 }
 
 impl Store {
-    /// Records a sent message (or an edit, with `replaces`).
+    /// Records a sent message (or an edit, with `replaces`): ours to edit, and in the
+    /// room's history at once, as the homeserver will echo it (the echo, when it comes, is
+    /// the same event and is not stored twice). So the next turn's prompt has it even
+    /// when it starts before the echo arrives, and in an encrypted room it is already
+    /// clear.
     pub async fn record_sent(&self, m: &NewSent<'_>) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
         sqlx::query(
             "INSERT INTO sent_messages (event_id, room_id, sender, thread_root, replaces, content, sent_at, next_edit_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING",
@@ -49,8 +54,24 @@ impl Store {
         .bind(m.content.to_string())
         .bind(m.sent_at)
         .bind(m.next_edit_at)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await?;
+        let echo = serde_json::json!({
+            "type": "m.room.message", "event_id": m.event_id, "sender": m.sender, "room_id": m.room_id,
+            "origin_server_ts": m.sent_at, "content": m.content,
+        });
+        sqlx::query(
+            "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at, processed)
+             VALUES ($1, $2, $3, 'm.room.message', NULL, $4, $5, $4, 1) ON CONFLICT (event_id) DO NOTHING",
+        )
+        .bind(m.event_id.as_str())
+        .bind(m.room_id.as_str())
+        .bind(m.sender.as_str())
+        .bind(m.sent_at)
+        .bind(echo.to_string())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 

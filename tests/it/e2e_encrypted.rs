@@ -419,7 +419,8 @@ async fn a_room_that_turns_encryption_on_midway_is_answered_encrypted_from_then_
     alice.encrypt_room(&room).await;
     alice.say(&room, "question secret").await;
     let events = alice.wait_messages(&room, BOT, 2).await;
-    let answers: Vec<_> = from(&events, BOT).iter().map(|e| (e["content"]["body"].clone(), e["wire_type"].clone())).collect();
+    let answers: Vec<_> =
+        from(&events, BOT).iter().map(|e| (e["content"]["body"].clone(), e["wire_type"].clone())).collect();
     assert_eq!(
         answers,
         [(json!("Answer to: clear"), json!("m.room.message")), (json!("Answer to: secret"), json!("m.room.encrypted"))],

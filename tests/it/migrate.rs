@@ -138,7 +138,8 @@ async fn a_round_trip_keeps_turns_sent_messages_budgets_and_the_outbox() {
         .expect("run richbot migrate");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.lines().any(|l| l.split_whitespace().eq(["events", "2", "rows"])), "{stdout}");
+    // Two messages received, and the persona's sent one (in the history as soon as sent).
+    assert!(stdout.lines().any(|l| l.split_whitespace().eq(["events", "3", "rows"])), "{stdout}");
     assert!(stdout.contains("counts match"), "{stdout}");
 
     let moved = Store::open(&new).await.expect("open the new database");

@@ -317,3 +317,39 @@ async fn a_database_path_that_is_a_symlink_is_refused_and_its_target_untouched()
     let lock = richbot::store::lock_file(&format!("sqlite://{}", link.display())).map(drop);
     assert!(lock.is_ok(), "the lock beside it is a file of its own");
 }
+
+#[tokio::test]
+async fn a_sent_message_is_in_the_history_at_once_and_its_echo_is_not_stored_twice() {
+    let (s, _db) = store().await;
+    let (room, bot) = (room_id!("!r:x"), user_id!("@bot:x"));
+    s.insert_events(&[message("$q", "!r:x")], 1).await.expect("question");
+    let content = json!({"msgtype": "m.text", "body": "the answer"});
+    let sent = richbot::store::NewSent {
+        event_id: event_id!("$a"),
+        room_id: room,
+        sender: bot,
+        thread_root: None,
+        replaces: None,
+        content: &content,
+        sent_at: 2,
+        next_edit_at: 2,
+    };
+    s.record_sent(&sent).await.expect("sent");
+    let history = s.history(room, i64::MAX, 10).await.expect("history");
+    let said: Vec<(&str, &str)> =
+        history.iter().map(|e| (e.sender.as_str(), e.content()["body"].as_str().unwrap_or(""))).collect();
+    assert_eq!(said, [("@alice:x", "$q"), ("@bot:x", "the answer")], "before the homeserver echoes it");
+    // The echo, when it comes, is the same event.
+    let echo = NewEvent {
+        event_id: event_id!("$a").to_owned(),
+        room_id: room.to_owned(),
+        sender: bot.to_owned(),
+        event_type: "m.room.message".into(),
+        state_key: None,
+        origin_ts: 3,
+        event: json!({"type": "m.room.message", "content": content}).to_string(),
+        processed: false,
+    };
+    assert_eq!(s.insert_events(&[echo], 3).await.expect("echo"), 0, "not stored twice");
+    assert!(s.pending_events(room).await.expect("pending").iter().all(|e| e.event_id != "$a"), "nothing to do for it");
+}
