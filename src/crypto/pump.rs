@@ -27,8 +27,11 @@ pub async fn run(crypto: Crypto) {
         match i.store.crypto_inbox_personas().await {
             Ok(personas) => {
                 for persona in personas.iter().filter_map(|p| UserId::parse(p).ok()) {
-                    if let Err(e) = crypto.settle(&persona).boxed().await {
-                        failed = Some(format!("{persona}: {e}"));
+                    match crypto.settle(&persona).boxed().await {
+                        Ok(()) => {}
+                        // Its device is being set up (at start): taken once it is.
+                        Err(super::Error::NotReady(_)) => next = next.min(RETRY),
+                        Err(e) => failed = Some(format!("{persona}: {e}")),
                     }
                 }
             }

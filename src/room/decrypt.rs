@@ -76,6 +76,8 @@ impl Decrypter {
                 Decryption::MissingKey { session } if !self.store.key_wait_expired(event.seq).await? => {
                     tracing::debug!(%room, event_id = %event.event_id, session, "an encrypted message waits for its key");
                     self.store.await_key(event.seq, room, &session, self.crypto.wait_until()).await?;
+                    // The pump ends waits: it must know of this one's deadline.
+                    self.crypto.wake();
                 }
                 other => {
                     let why = match other {

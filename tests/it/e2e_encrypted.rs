@@ -11,6 +11,14 @@ use crate::support::e2ee::{E2ee, from};
 use crate::support::llm::{Step, call, last_tool_result, text};
 use crate::support::{BOT, Env, Options, eventually};
 
+/// Alice, with an encrypted client, in an encrypted DM the persona has joined.
+async fn encrypted_dm(env: &Env) -> (E2ee, String) {
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let room = alice.create_room(&[BOT], true).await;
+    alice.wait_joined(&room, BOT).await;
+    (alice, room)
+}
+
 /// Waits until every persona's device is set up and cross-signed.
 pub async fn devices_ready(env: &Env) {
     let store = env.store().await;
@@ -29,9 +37,7 @@ async fn an_encrypted_dm_is_answered_and_the_answer_decrypts() {
     let env = Env::start().await;
     env.llm.respond_with(|_| text("It is sunny in Lisbon."));
     devices_ready(&env).await;
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
     alice.say(&room, "What's the weather in Lisbon?").await;
 
     let events = alice.wait_messages(&room, BOT, 1).await;
@@ -60,9 +66,7 @@ async fn a_rich_message_and_its_edit_decrypt_with_the_payload_intact_and_the_edi
         }
     });
     devices_ready(&env).await;
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
     alice.say(&room, "track my parcel").await;
 
     let events = alice.wait_messages(&room, BOT, 2).await;
@@ -155,9 +159,7 @@ async fn killed_between_questions_and_asked_while_down_it_answers_decryptably_af
     let health = format!("http://{}/health", env.bot_addr);
     let serve = || crate::support::serve_binary(&env.config_path, std::process::Stdio::null(), &health);
     let mut running = serve().await;
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
     alice.say(&room, "question one").await;
     alice.wait_messages(&room, BOT, 1).await;
 
@@ -241,9 +243,7 @@ async fn a_key_that_comes_after_its_message_decrypts_the_waiting_question() {
     env.llm.respond_with(echo);
     devices_ready(&env).await;
     let courier = env.courier.as_ref().expect("a courier");
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
 
     courier.keys(Keys::Hold);
     alice.say(&room, "question late").await;
@@ -266,9 +266,7 @@ async fn a_key_that_never_comes_gives_the_room_one_notice_an_hour() {
     env.llm.respond_with(echo);
     devices_ready(&env).await;
     let courier = env.courier.as_ref().expect("a courier");
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
 
     courier.keys(Keys::Lose);
     alice.say(&room, "lost one").await;
@@ -362,9 +360,7 @@ async fn reset_crypto_waits_for_serve_to_stop_then_the_persona_starts_over_with_
     devices_ready(&env).await;
     let new = store.crypto_kv(BOT, richbot::crypto::DEVICE_ID).await.expect("store").expect("a device");
     assert_ne!(new, old);
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
     alice.say(&room, "question again").await;
     let events = alice.wait_messages(&room, BOT, 1).await;
     assert_eq!(from(&events, BOT)[0]["content"]["body"], "Answer to: again", "{events:#?}");
@@ -380,9 +376,7 @@ async fn an_encrypted_write_whose_answer_is_lost_goes_out_once_its_retries_the_s
     env.llm.respond_with(echo);
     devices_ready(&env).await;
     let lossy = env.lossy.as_ref().expect("a lossy way to the homeserver");
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
 
     // Every answer to the first write's attempts is lost: the retries give up, the turn
     // resumes, and the write is found (its marker, decrypted) instead of sent again.
@@ -435,9 +429,7 @@ async fn a_message_redacted_while_it_waits_for_its_key_is_dropped_without_a_word
     env.llm.respond_with(echo);
     devices_ready(&env).await;
     let courier = env.courier.as_ref().expect("a courier");
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let room = alice.create_room(&[BOT], true).await;
-    alice.wait_joined(&room, BOT).await;
+    let (mut alice, room) = encrypted_dm(&env).await;
 
     courier.keys(Keys::Hold);
     let regret = alice.say(&room, "question regretted").await;
