@@ -9,6 +9,11 @@ use super::{Client, Error, enc};
 /// The room encryption algorithm richbot uses for rooms it makes.
 pub const MEGOLM: &str = "m.megolm.v1.aes-sha2";
 
+/// How many times a ping is made when the homeserver could not connect, and how long
+/// apart ([`Client::ping`]).
+const PING_TRIES: u32 = 3;
+const PING_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn parse_field<T: TryFrom<String>>(v: &Value, key: &str) -> Result<T, Error> {
     v.get(key)
         .and_then(Value::as_str)
@@ -158,9 +163,26 @@ impl Client {
 
     /// `POST /_matrix/client/v1/appservice/{appserviceId}/ping`: the homeserver calls our
     /// `/_matrix/app/v1/ping` and reports how long it took.
+    ///
+    /// A "could not connect" answer is asked again twice, a second apart: just after
+    /// richbot restarts, the homeserver's first call may go over a kept-alive connection
+    /// to the old process and fail (Synapse answers 502 `M_CONNECTION_FAILED`,
+    /// "AlreadyCalled"), and a ping that fails does not flush the transactions it queued
+    /// while richbot was down, which then wait out its backoff (up to minutes).
     pub async fn ping(&self, appservice_id: &str, transaction_id: &str) -> Result<u64, Error> {
         let path = format!("/_matrix/client/v1/appservice/{}/ping", enc(appservice_id));
-        let answer = self.call(Method::POST, &path, None, Some(&json!({"transaction_id": transaction_id}))).await?;
-        Ok(answer.get("duration_ms").and_then(Value::as_u64).unwrap_or_default())
+        let body = json!({"transaction_id": transaction_id});
+        let mut tries_left = PING_TRIES;
+        loop {
+            tries_left -= 1;
+            match self.call(Method::POST, &path, None, Some(&body)).await {
+                Ok(answer) => return Ok(answer.get("duration_ms").and_then(Value::as_u64).unwrap_or_default()),
+                Err(e) if tries_left > 0 && e.errcode() == Some("M_CONNECTION_FAILED") => {
+                    tracing::debug!(error = %e, "the homeserver could not reach richbot yet; pinging again");
+                    tokio::time::sleep(PING_AGAIN).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }

@@ -70,3 +70,21 @@ async fn registering_a_user_that_exists_counts_as_done() {
         Some("M_EXCLUSIVE")
     );
 }
+
+#[tokio::test]
+async fn a_ping_the_homeserver_could_not_connect_is_made_again_and_a_refusal_is_not() {
+    // Just after a restart, Synapse's first try may go over a dead kept-alive connection.
+    let connection_failed = || Reply::refused(502, "M_CONNECTION_FAILED", "AlreadyCalled");
+    let hs = FakeHs::scripted(vec![connection_failed(), Reply::ok(json!({"duration_ms": 7}))]).await;
+    assert_eq!(Client::new(&hs.url, "as", policy()).ping("richbot", "t").await.expect("second try"), 7);
+    assert_eq!(hs.requests().len(), 2);
+    // A homeserver that keeps failing to connect is told after three tries.
+    let hs = FakeHs::scripted(vec![connection_failed(), connection_failed(), connection_failed(), connection_failed()])
+        .await;
+    let e = Client::new(&hs.url, "as", policy()).ping("richbot", "t").await.expect_err("never reached");
+    assert_eq!((e.errcode(), hs.requests().len()), (Some("M_CONNECTION_FAILED"), 3));
+    // richbot's own refusal (a wrong hs_token) does not change on a second try.
+    let hs = FakeHs::scripted(vec![Reply::refused(502, "M_BAD_STATUS", "403")]).await;
+    Client::new(&hs.url, "as", policy()).ping("richbot", "t").await.expect_err("refused");
+    assert_eq!(hs.requests().len(), 1);
+}
