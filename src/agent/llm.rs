@@ -12,9 +12,12 @@
 //! keeps coming is never cut by the clock, and a stalled one is (`stream::read`).
 //!
 //! A chat request answered 401, 403 or 404 is a mistake in the configuration (the key,
-//! the URL, the model), reported as [`Error::Refused`] whether the call streamed or not;
-//! only a 400 or 422 to a streamed request (or a body that is no event stream) means the
-//! endpoint cannot stream, which is remembered.
+//! the URL, the model), reported as [`Error::Refused`] whether the call streamed or not.
+//! So is a 400 or 422 about the request itself (a tool schema the server cannot turn into
+//! a grammar, an unknown model, a prompt past its context): the same request would be
+//! refused again. A 400 or 422 to a streamed request (or a body that is no event stream)
+//! that the same request unstreamed does not get means the endpoint cannot stream, which
+//! is remembered.
 
 use std::time::Duration;
 
@@ -30,7 +33,8 @@ use super::{Complete, LiveText, Message, Reply, ToolSpec, wire};
 pub enum Error {
     #[error("LLM request failed: {0}")]
     Api(String),
-    /// The endpoint refused the request for its configuration: HTTP 401, 403 or 404.
+    /// The endpoint refused the request for its configuration: HTTP 401, 403 or 404, or
+    /// 400 or 422 about the request itself (its tools, its model), with its message.
     #[error("LLM request refused ({0}): {1}")]
     Refused(u16, String),
     /// No answer in time; the endpoint may have read (and billed) the prompt.
@@ -60,12 +64,14 @@ pub enum Probe {
     Status(u16),
     /// A chat request was answered with this error status (401, 403, 404).
     Chat(u16),
+    /// A chat request was refused for what it asked (400, 422), with the endpoint's words.
+    Request(u16, String),
 }
 
 impl Probe {
     /// Whether this is a mistake in the configuration (the key, the URL), not an outage.
     pub fn is_config_error(&self) -> bool {
-        matches!(self, Probe::Status(401 | 403 | 404) | Probe::Chat(401 | 403 | 404))
+        matches!(self, Probe::Status(401 | 403 | 404) | Probe::Chat(401 | 403 | 404) | Probe::Request(..))
     }
 
     /// What is wrong and what to do, for an admin.
@@ -84,6 +90,10 @@ impl Probe {
             Probe::Status(s @ (401 | 403)) | Probe::Chat(s @ (401 | 403)) => {
                 format!("{base_url} refused the API key ({s}): check llm.api_key, llm.api_key_file or OPENAI_API_KEY")
             }
+            Probe::Request(s, message) => format!(
+                "{base_url}/chat/completions refused the request (HTTP {s}: {message}): the model (llm.model) or \
+                 the tools' schemas are not what this endpoint takes; `richbot check --model` shows which"
+            ),
             Probe::Status(s) => format!("{base_url}/models answered {s}"),
             Probe::Chat(s) => format!("{base_url}/chat/completions answered {s}"),
         }
@@ -242,7 +252,7 @@ impl Llm {
 /// What a failed request means: the configuration refused, a timeout, or an outage.
 fn failed(e: OpenAIError) -> Error {
     match e {
-        OpenAIError::ApiError(api) if matches!(api.status_code.as_u16(), 401 | 403 | 404) => {
+        OpenAIError::ApiError(api) if matches!(api.status_code.as_u16(), 400 | 401 | 403 | 404 | 422) => {
             Error::Refused(api.status_code.as_u16(), api.api_error.message)
         }
         OpenAIError::Reqwest(r) if r.is_timeout() => Error::TimedOut(r.to_string()),
@@ -279,12 +289,16 @@ impl Complete for Llm {
                 super::stream::read(events, live, super::stream::Pace { first: self.timeout, idle: self.idle }).await
             }
             // An endpoint that refuses to stream (a 400 about it, a body that is no event
-            // stream) is remembered and asked without streaming from now on.
-            Err(e) if cannot_stream(&e) => {
-                tracing::warn!(error = %e, "the LLM endpoint refused a streamed request; answering without streaming");
-                self.stream.store(false, Ordering::Relaxed);
-                self.whole(messages, tools).await
-            }
+            // stream) is remembered and asked without streaming from now on; one that
+            // refuses the same request unstreamed too refused the request, not streaming.
+            Err(e) if cannot_stream(&e) => match self.whole(messages, tools).await {
+                Err(refused @ Error::Refused(400 | 422, _)) => Err(refused),
+                answer => {
+                    tracing::warn!(error = %e, "the LLM endpoint refused a streamed request; answering without streaming");
+                    self.stream.store(false, Ordering::Relaxed);
+                    answer
+                }
+            },
             Err(e) => Err(failed(e)),
         }
     }

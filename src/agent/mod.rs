@@ -8,6 +8,7 @@
 //! when a runner suspends it (the write cannot be made now; the turn resumes later).
 
 mod llm;
+pub mod portable;
 mod stream;
 mod wire;
 
@@ -41,6 +42,28 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: String,
+    /// The reply reached its token limit while this call was being written
+    /// (`finish_reason: "length"`): its arguments may end early, so it is never run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+}
+
+impl ToolCall {
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self { id: id.into(), name: name.into(), arguments: arguments.into(), cut: false }
+    }
+
+    /// The same tool with the same arguments (as JSON values when both parse, so
+    /// `{"a":1}` and `{"a": 1}` are one call); a cut call is like no other.
+    fn same_as(&self, other: &ToolCall) -> bool {
+        if self.cut || other.cut || self.name != other.name {
+            return false;
+        }
+        match (serde_json::from_str::<Value>(&self.arguments), serde_json::from_str::<Value>(&other.arguments)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => self.arguments == other.arguments,
+        }
+    }
 }
 
 /// Token counts, summed over a turn.
@@ -56,6 +79,17 @@ pub struct Reply {
     pub text: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
+}
+
+impl Reply {
+    /// A reply that stopped at its token limit (`finish_reason: "length"`): its last tool
+    /// call is the one that was being written, and is marked cut.
+    pub fn stopped_at_length(mut self, length: bool) -> Self {
+        if length && let Some(last) = self.tool_calls.last_mut() {
+            last.cut = true;
+        }
+        self
+    }
 }
 
 /// How a loop ended.
@@ -137,33 +171,38 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
         if reply.tool_calls.is_empty() {
             return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false }), messages);
         }
-        let run = reply.tool_calls.len().min(bounds.calls_per_round);
-        let (now, skipped) = reply.tool_calls.split_at(run);
+        let calls = &reply.tool_calls;
+        // A call repeated in one reply (small models do) is made once: the repeats get
+        // its result. The per-reply limit counts distinct calls.
+        let first_of: Vec<usize> =
+            (0..calls.len()).map(|i| (0..i).find(|&j| calls[j].same_as(&calls[i])).unwrap_or(i)).collect();
+        let now: Vec<usize> = (0..calls.len()).filter(|&i| first_of[i] == i).take(bounds.calls_per_round).collect();
         let first = calls_made;
-        calls_made += u32::try_from(reply.tool_calls.len()).unwrap_or(u32::MAX);
-        let numbered = now.iter().zip(first..);
-        let results = if now.len() > 1 && now.iter().all(|c| runner.concurrent(&c.name)) {
-            futures::future::join_all(numbered.map(|(call, nth)| runner.run(call, nth))).await
-        } else {
-            let mut results = Vec::with_capacity(now.len());
-            for (call, nth) in numbered {
-                let result = runner.run(call, nth).await;
-                let stop = result.is_err();
-                results.push(result);
-                if stop {
-                    break;
+        calls_made += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+        let nth = |i: usize| first + u32::try_from(i).unwrap_or(u32::MAX);
+        let results: Vec<Result<String, Suspend>> =
+            if now.len() > 1 && now.iter().all(|&i| runner.concurrent(&calls[i].name)) {
+                futures::future::join_all(now.iter().map(|&i| runner.run(&calls[i], nth(i)))).await
+            } else {
+                let mut results = Vec::with_capacity(now.len());
+                for &i in &now {
+                    let result = runner.run(&calls[i], nth(i)).await;
+                    let stop = result.is_err();
+                    results.push(result);
+                    if stop {
+                        break;
+                    }
                 }
-            }
-            results
-        };
-        for (call, result) in now.iter().zip(results) {
-            match result {
-                Ok(content) => messages.push(Message::Tool { call_id: call.id.clone(), content }),
-                Err(Suspend(why)) => return (Err(Error::Suspended(why)), messages),
-            }
-        }
-        for call in skipped {
-            let content = runner.skipped(call, bounds.calls_per_round);
+                results
+            };
+        for (i, call) in calls.iter().enumerate() {
+            let content = match now.iter().position(|&r| r == first_of[i]).map(|k| results.get(k)) {
+                Some(Some(Ok(content))) => content.clone(),
+                Some(Some(Err(Suspend(why)))) => return (Err(Error::Suspended(why.clone())), messages),
+                // Not reached: an earlier call suspended the loop.
+                Some(None) => break,
+                None => runner.skipped(call, bounds.calls_per_round),
+            };
             messages.push(Message::Tool { call_id: call.id.clone(), content });
         }
     }

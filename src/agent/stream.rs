@@ -39,6 +39,7 @@ where
     let mut calls: Vec<PartialCall> = Vec::new();
     let mut usage = Usage::default();
     let mut finished = false;
+    let mut length = false;
     let mut wait = pace.first;
     loop {
         let event = match tokio::time::timeout(wait, events.next()).await {
@@ -55,7 +56,9 @@ where
             usage = Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") };
         }
         let Some(choice) = event.get("choices").and_then(|c| c.get(0)) else { continue };
-        finished |= choice.get("finish_reason").is_some_and(|r| r.as_str().is_some_and(|r| !r.is_empty()));
+        let reason = choice.get("finish_reason").and_then(Value::as_str).filter(|r| !r.is_empty());
+        finished |= reason.is_some();
+        length |= reason == Some("length");
         let Some(delta) = choice.get("delta") else { continue };
         if let Some(piece) = delta.get("content").and_then(Value::as_str).filter(|p| !p.is_empty()) {
             text.push_str(piece);
@@ -90,13 +93,9 @@ where
         .into_iter()
         .enumerate()
         .filter(|(_, c)| !c.name.is_empty())
-        .map(|(i, c)| ToolCall {
-            id: c.id.unwrap_or_else(|| format!("call_{i}")),
-            name: c.name,
-            arguments: c.arguments,
-        })
+        .map(|(i, c)| ToolCall::new(c.id.unwrap_or_else(|| format!("call_{i}")), c.name, c.arguments))
         .collect();
-    Ok(Reply { text: Some(text).filter(|t| !t.is_empty()), tool_calls, usage })
+    Ok(Reply { text: Some(text).filter(|t| !t.is_empty()), tool_calls, usage }.stopped_at_length(length))
 }
 
 #[cfg(test)]
@@ -130,10 +129,7 @@ mod tests {
         let reply = read(futures::stream::iter(events), &live, PACE).await.expect("a reply");
         assert_eq!(reply.text.as_deref(), Some("Hello"));
         assert_eq!(*watch.borrow(), "Hello");
-        assert_eq!(
-            reply.tool_calls,
-            vec![ToolCall { id: "c1".into(), name: "rich_send".into(), arguments: "{\"a\": 1}".into() }]
-        );
+        assert_eq!(reply.tool_calls, vec![ToolCall::new("c1", "rich_send", "{\"a\": 1}")]);
         assert_eq!(reply.usage, Usage { prompt: 7, completion: 3 });
 
         let cut: Vec<Result<Value, String>> = vec![piece("Half an"), Err("connection reset".into())];
@@ -186,5 +182,35 @@ mod tests {
             Err(Error::TimedOut(_)) => {}
             other => panic!("expected a timeout, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn content_between_tool_call_deltas_and_a_reply_cut_at_its_token_limit() {
+        let call = |index: u64, head: Option<(&str, &str)>, args: &str| {
+            let mut c = json!({"index": index, "function": {"arguments": args}});
+            if let Some((id, name)) = head {
+                c["id"] = json!(id);
+                c["function"]["name"] = json!(name);
+            }
+            Ok(json!({"choices": [{"delta": {"tool_calls": [c]}}]}))
+        };
+        let events: Vec<Result<Value, String>> = vec![
+            piece("Here "),
+            call(0, Some(("a", "rich_send")), "{\"x\":"),
+            piece("it "),
+            call(1, Some(("b", "rich_send")), "{\"y\""),
+            call(0, None, " 1}"),
+            piece("is."),
+            call(1, None, ": \"tru"),
+            Ok(json!({"choices": [{"delta": {}, "finish_reason": "length"}]})),
+            Ok(json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 9}})),
+        ];
+        let (live, _watch) = tokio::sync::watch::channel(String::new());
+        let reply = read(futures::stream::iter(events), &live, PACE).await.expect("a reply");
+        assert_eq!(reply.text.as_deref(), Some("Here it is."));
+        let mut cut = ToolCall::new("b", "rich_send", "{\"y\": \"tru");
+        cut.cut = true;
+        assert_eq!(reply.tool_calls, vec![ToolCall::new("a", "rich_send", "{\"x\": 1}"), cut]);
+        assert_eq!(reply.usage, Usage { prompt: 5, completion: 9 });
     }
 }

@@ -39,7 +39,9 @@ pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[Tool
 
 /// Reads the first choice. `None` when the response has no usable message.
 pub fn reply(response: &Value) -> Option<Reply> {
-    let message = response.get("choices")?.get(0)?.get("message")?;
+    let choice = response.get("choices")?.get(0)?;
+    let message = choice.get("message")?;
+    let length = choice.get("finish_reason").and_then(Value::as_str) == Some("length");
     let text = message.get("content").and_then(Value::as_str).map(str::to_owned).filter(|t| !t.is_empty());
     let tool_calls = message
         .get("tool_calls")
@@ -55,22 +57,16 @@ pub fn reply(response: &Value) -> Option<Reply> {
                         Some(other) => other.to_string(),
                         None => String::new(),
                     };
-                    Some(ToolCall {
-                        id: c.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{i}"), str::to_owned),
-                        name: f.get("name")?.as_str()?.to_owned(),
-                        arguments,
-                    })
+                    let id = c.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{i}"), str::to_owned);
+                    Some(ToolCall::new(id, f.get("name")?.as_str()?, arguments))
                 })
                 .collect()
         })
         .unwrap_or_default();
     let usage = response.get("usage");
     let count = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    Some(Reply {
-        text,
-        tool_calls,
-        usage: Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") },
-    })
+    let usage = Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") };
+    Some(Reply { text, tool_calls, usage }.stopped_at_length(length))
 }
 
 #[cfg(test)]

@@ -71,6 +71,18 @@ pub(super) async fn list(all: &Peers, i: usize, peer: &Peer<RoleClient>, at_star
                 t.name, all.bounds.schema_bytes
             ));
         } else {
+            // Offered in the subset every common model server takes (one keyword it
+            // cannot turn into a grammar fails every request); the server still checks
+            // its arguments.
+            let (schema, removed) = crate::agent::portable::portable(&schema);
+            if !removed.is_empty() {
+                tracing::warn!(
+                    server = name,
+                    tool = %t.name,
+                    removed = removed.join("; "),
+                    "offered without what some model servers cannot take in its input schema"
+                );
+            }
             listed.push(Listed {
                 tool: t.name.to_string(),
                 description: t.description.as_deref().unwrap_or_default().to_owned(),

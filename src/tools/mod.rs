@@ -125,6 +125,8 @@ pub enum ToolErrorCode {
     /// The call was cut off while it ran (richbot stopped): it may or may not have acted,
     /// and it is not made again unasked.
     OutcomeUnknown,
+    /// The model's reply reached its token limit while it wrote the call: never run.
+    CutOff,
 }
 
 impl std::fmt::Display for ToolErrorCode {

@@ -23,6 +23,10 @@ pub struct RoomChoices {
 /// to pass `plan`).
 pub const EXAMPLE_CALL: &str = r#"{"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": "21.5", "unit": "C", "condition": "Sunny", "high": 23, "low": "14.5"}]}, "fallback": "**Lisbon**: 21.5 °C, sunny (high 23, low 14.5)"}"#;
 
+/// An event id, as the tools' schemas let the model write one (`$` and 1 to 254 visible
+/// ASCII characters; `plan` checks the exact rules).
+pub const EVENT_ID_PATTERN: &str = r"^\$[!-~]{1,254}$";
+
 /// The system-prompt line for the tools.
 pub fn prompt_line() -> &'static str {
     "You can answer with rich messages: call rich_send to post tables, weather, charts, trackers, cards, \
@@ -40,12 +44,14 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
         "description": "The block payload: {\"v\": 1, \"blocks\": [1-8 blocks]} (an object, or a JSON string of one).",
         "type": ["object", "string"],
     });
+    // In the subset every common server's grammar converter takes (`agent::portable`):
+    // no length bound past a few hundred (the fallback's is in its description, and
+    // `plan` holds it), no `\S` in patterns.
     let fallback = json!({
         "type": "string",
-        "maxLength": MAX_FALLBACK,
-        "description": "The whole message as CommonMark text, for clients that cannot draw blocks. It must carry every fact the blocks show. May be left out only when the payload has a math block.",
+        "description": format!("The whole message as CommonMark text (at most {MAX_FALLBACK} characters), for clients that cannot draw blocks. It must carry every fact the blocks show. May be left out only when the payload has a math block."),
     });
-    let event_id = |what: &str| json!({"type": "string", "pattern": "^\\$\\S{1,254}$", "description": what});
+    let event_id = |what: &str| json!({"type": "string", "pattern": EVENT_ID_PATTERN, "description": what});
     vec![
         ToolSpec {
             name: RICH_SEND.to_owned(),
@@ -134,6 +140,17 @@ fn room_schema(rooms: &RoomChoices) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_schema_is_in_the_subset_every_common_model_server_takes() {
+        let shared = vec![(ruma::owned_room_id!("!a:x"), "Team \"ops\" [\\d+]".to_owned())];
+        for rooms in [RoomChoices::default(), RoomChoices { in_dm: true, shared }] {
+            for spec in tool_specs(&rooms, 2500) {
+                let problems = crate::agent::portable::problems(&spec.parameters);
+                assert!(problems.is_empty(), "{}: {problems:?}", spec.name);
+            }
+        }
+    }
 
     #[test]
     fn the_edit_description_states_the_configured_pace() {

@@ -77,6 +77,9 @@ impl Closer<'_> {
         // A chat request refused for its key or path says so itself; anything else is
         // told apart by probing the endpoint.
         let probed = match &e {
+            agent::Error::Refused(status @ (400 | 422), message) => {
+                Err(agent::Probe::Request(*status, message.clone()))
+            }
             agent::Error::Refused(status, _) => Err(agent::Probe::Chat(*status)),
             _ => self.llm.probe().await,
         };

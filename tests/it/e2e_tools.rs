@@ -97,9 +97,27 @@ async fn mcp_results_and_failures_reach_the_model_and_the_turn_still_answers() {
     assert_eq!(msgs[0]["content"]["body"], "All done.");
     let requests = env.llm.requests();
     let tools = offered(&requests[0]);
-    for name in ["rich_send", "rich_edit", "t__echo", "t__fail", "t__die", "t__delete"] {
+    for name in ["rich_send", "rich_edit", "t__echo", "t__fail", "t__die", "t__delete", "t__lookup"] {
         assert!(tools.iter().any(|t| t == name), "{name} offered: {tools:?}");
     }
+    // Every schema offered is one llama.cpp, vLLM and Ollama can turn into a grammar; the
+    // lookup tool's (a \d pattern, a uri format, a fractional bound) is offered without them.
+    for tool in requests[0]["tools"].as_array().expect("tools") {
+        let problems = richbot::agent::portable::problems(&tool["function"]["parameters"]);
+        assert!(problems.is_empty(), "{}: {problems:?}", tool["function"]["name"]);
+    }
+    let lookup = requests[0]["tools"].as_array().into_iter().flatten().find(|t| t["function"]["name"] == "t__lookup");
+    let lookup = &lookup.expect("lookup")["function"]["parameters"]["properties"];
+    assert_eq!(
+        (
+            &lookup["id"]["type"],
+            &lookup["id"]["pattern"],
+            &lookup["page"]["format"],
+            &lookup["score"]["exclusiveMinimum"]
+        ),
+        (&json!("string"), &Value::Null, &Value::Null, &Value::Null),
+        "{lookup}"
+    );
     let first = results(&requests[1]);
     assert_eq!(first[0], "pong");
     assert_eq!(code(&first[1]), "tool_failed", "{first:?}");

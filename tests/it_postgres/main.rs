@@ -27,6 +27,8 @@ mod e2e_flood;
 mod e2e_hostile;
 #[path = "../it/e2e_live.rs"]
 mod e2e_live;
+#[path = "../it/e2e_model_output.rs"]
+mod e2e_model_output;
 #[path = "../it/e2e_models.rs"]
 mod e2e_models;
 #[path = "../it/e2e_rooms.rs"]

@@ -36,6 +36,12 @@ pub enum Step {
     Unfinished(Vec<String>, Duration),
     /// Some text, then tool calls, in one reply.
     Say(String, Vec<(String, String)>),
+    /// Tool calls, the reply stopped at its token limit (`finish_reason: "length"`).
+    Length(Vec<(String, String)>),
+    /// Streamed: each text piece, then the next call's first half; then the calls' second
+    /// halves, each followed by the next piece: text and tool-call deltas mixed. Whole:
+    /// the text, then the calls.
+    Mixed(Vec<String>, Vec<(String, String)>),
 }
 
 pub fn call(name: &str, args: Value) -> Step {
@@ -329,22 +335,39 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
                 let chunks = pieces.iter().map(|p| chunk(json!({"content": p}))).collect();
                 return sse(chunks, every, usage, end, Some(first));
             }
-            Step::Calls(calls) if streaming => {
-                let events = calls
+            Step::Mixed(pieces, calls) if !streaming => step = Step::Say(pieces.concat(), calls),
+            Step::Mixed(pieces, calls) => {
+                let mut pieces = pieces.into_iter().map(|p| chunk(json!({"content": p})));
+                let halves: Vec<[String; 2]> =
+                    calls.iter().enumerate().map(|(i, (n, a))| call_halves(i, n, a)).collect();
+                let mut events = Vec::new();
+                for [head, _] in &halves {
+                    events.extend(pieces.next());
+                    events.push(head.clone());
+                }
+                for [_, rest] in &halves {
+                    events.push(rest.clone());
+                    events.extend(pieces.next());
+                }
+                events.extend(pieces);
+                return sse(events, Duration::ZERO, usage, End::Finished("tool_calls"), None);
+            }
+            Step::Length(calls) if streaming => {
+                let events = calls.iter().enumerate().flat_map(|(i, (n, a))| call_halves(i, n, a)).collect();
+                return sse(events, Duration::ZERO, usage, End::Finished("length"), None);
+            }
+            Step::Length(calls) => {
+                let calls: Vec<Value> = calls
                     .iter()
                     .enumerate()
-                    .flat_map(|(i, (name, args))| {
-                        let mut half = args.len() / 2;
-                        while !args.is_char_boundary(half) {
-                            half -= 1;
-                        }
-                        let (head, rest) = args.split_at(half);
-                        [
-                            chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": head}}]})),
-                            chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": rest}}]})),
-                        ]
-                    })
+                    .map(|(i, (name, args))| json!({"id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": args}}))
                     .collect();
+                let message = json!({"role": "assistant", "content": null, "tool_calls": calls});
+                return Json(completion(message, "length", usage)).into_response();
+            }
+            Step::Calls(calls) if streaming => {
+                let events =
+                    calls.iter().enumerate().flat_map(|(i, (name, args))| call_halves(i, name, args)).collect();
                 return sse(events, Duration::ZERO, usage, End::Finished("tool_calls"), None);
             }
             Step::Calls(calls) => {
@@ -362,6 +385,22 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
             }
         }
     }
+}
+
+/// Call `i` as two stream events: its id, name and the first half of its arguments, then
+/// the rest of them.
+fn call_halves(i: usize, name: &str, args: &str) -> [String; 2] {
+    let mut half = args.len() / 2;
+    while !args.is_char_boundary(half) {
+        half -= 1;
+    }
+    let (head, rest) = args.split_at(half);
+    [
+        chunk(
+            json!({"tool_calls": [{"index": i, "id": format!("call_{i}_{}", rand_id()), "type": "function", "function": {"name": name, "arguments": head}}]}),
+        ),
+        chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": rest}}]})),
+    ]
 }
 
 fn completion(message: Value, finish: &str, (prompt, done): (u64, u64)) -> Value {
