@@ -1,6 +1,5 @@
 //! The `richbot` command: `init`, `serve`, `check`, `migrate`, `reset-crypto`,
-//! `generate-registration`, `blocks check`.
-//! The only place `anyhow` is used: each start-up step gets its context here.
+//! `generate-registration`, `blocks check`. The only place `anyhow` is used: each start-up step gets its context here.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -72,6 +71,9 @@ enum Command {
     Check {
         #[arg(long, env = "RICHBOT_CONFIG", default_value = "richbot.toml")]
         config: PathBuf,
+        /// Also ask each model (a call each) for a rich message, and check its call.
+        #[arg(long)]
+        model: bool,
     },
     /// Copy a stopped deployment's state into a new, empty database (e.g. SQLite to
     /// PostgreSQL), then check every table's row count on both sides.
@@ -140,7 +142,7 @@ fn main() -> ExitCode {
         Command::Serve { config } => report(serve(config)),
         Command::Migrate { from, to } => report(migrate(&from, &to)),
         Command::ResetCrypto { config, persona } => report(reset_crypto(&config, &persona)),
-        Command::Check { config } => match check(config) {
+        Command::Check { config, model } => match check(config, model) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => report(Err(e)),
@@ -148,8 +150,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// `generate-registration`, from flags or from a config (whose listen address, server name
-/// and registration path it uses).
+/// `generate-registration`, from flags or a config (its listen address, server name, path).
 fn generate_registration(
     config: Option<PathBuf>,
     url: Option<String>,
@@ -260,7 +261,7 @@ fn reset_crypto(path: &std::path::Path, persona: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn check(path: PathBuf) -> anyhow::Result<bool> {
+fn check(path: PathBuf, models: bool) -> anyhow::Result<bool> {
     let settings = match load(&path) {
         Ok(s) => s,
         Err(e) => {
@@ -271,7 +272,7 @@ fn check(path: PathBuf) -> anyhow::Result<bool> {
     for w in &settings.warnings {
         println!("WARN config: {w}");
     }
-    let lines = runtime()?.block_on(richbot::check::run(&settings));
+    let lines = runtime()?.block_on(richbot::check::run(&settings, models));
     for l in &lines {
         println!("{l}");
     }

@@ -147,6 +147,10 @@ pub fn unknown_command(word: &str) -> String {
     format!("I don't know `!{word}`. Commands: `!help`, `!reset`, `!mode thread|reply|flat`, `!usage`.")
 }
 
+/// The tool error for a call cut off by the reply's token limit (`finish_reason: "length"`).
+pub const CUT_OFF: &str = "your call was cut off: the reply reached its token limit before the arguments ended, so \
+     it was not run; send a shorter one (a smaller payload, a shorter fallback)";
+
 /// Shown on an answer while a tool it called runs long.
 pub fn running(tool: &str) -> String {
     format!("(running `{tool}`…)")

@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
-use async_openai::error::OpenAIError;
 use serde_json::Value;
 
+use super::errors::{cannot_stream, failed};
 use super::{Complete, LiveText, Message, Reply, ToolSpec, wire};
 
 /// The LLM could not answer.
@@ -224,6 +224,10 @@ impl Llm {
         &self.model
     }
 
+    pub fn max_tokens(&self) -> u32 {
+        self.max_tokens
+    }
+
     pub fn has_key(&self) -> bool {
         self.api_key.as_deref().is_some_and(|k| !k.is_empty())
     }
@@ -246,26 +250,6 @@ impl Llm {
             "no answer within {} s (attempts and the waits the server asked for)",
             self.call_limit.as_secs()
         ))
-    }
-}
-
-/// What a failed request means: the configuration refused, a timeout, or an outage.
-fn failed(e: OpenAIError) -> Error {
-    match e {
-        OpenAIError::ApiError(api) if matches!(api.status_code.as_u16(), 400 | 401 | 403 | 404 | 422) => {
-            Error::Refused(api.status_code.as_u16(), api.api_error.message)
-        }
-        OpenAIError::Reqwest(r) if r.is_timeout() => Error::TimedOut(r.to_string()),
-        e => Error::Api(e.to_string()),
-    }
-}
-
-/// Whether a streamed request's refusal means the endpoint cannot stream.
-fn cannot_stream(e: &OpenAIError) -> bool {
-    match e {
-        OpenAIError::ApiError(api) => matches!(api.status_code.as_u16(), 400 | 422),
-        OpenAIError::StreamError(_) => true,
-        _ => false,
     }
 }
 

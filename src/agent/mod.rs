@@ -7,6 +7,7 @@
 //! ends with an error only when the LLM fails for good (after its bounded retries), or
 //! when a runner suspends it (the write cannot be made now; the turn resumes later).
 
+mod errors;
 mod llm;
 pub mod portable;
 mod stream;

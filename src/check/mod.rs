@@ -1,6 +1,7 @@
 //! `richbot check`: one line per part of a deployment (config, database, homeserver, the
 //! appservice registration as the homeserver sees it, the ping both ways, the LLM), and
-//! for each failure the usual cause and its fix, not just the symptom.
+//! for each failure the usual cause and its fix, not just the symptom. With `--model`,
+//! also whether each model can use the rich tools (`model.rs`; it costs a call each).
 //!
 //! The ping needs something answering at the registration's URL: when `richbot serve` is
 //! not running, the check serves the appservice routes itself on the configured address
@@ -17,31 +18,41 @@ use crate::parts::Parts;
 use crate::{appservice, inbox, store};
 
 mod encryption;
+mod model;
+
+pub use model::QUESTION as MODEL_QUESTION;
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
     pub name: String,
     pub ok: bool,
+    /// Works, but not as well as it could (shown as WARN; not a failure).
+    pub warn: bool,
     pub detail: String,
 }
 
 impl std::fmt::Display for Line {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:<4} {}: {}", if self.ok { "ok" } else { "FAIL" }, self.name, self.detail)
+        let level = match (self.ok, self.warn) {
+            (false, _) => "FAIL",
+            (true, true) => "WARN",
+            (true, false) => "ok",
+        };
+        write!(f, "{level:<4} {}: {}", self.name, self.detail)
     }
 }
 
 fn line(name: impl Into<String>, result: Result<String, String>) -> Line {
     let name = name.into();
     match result {
-        Ok(detail) => Line { name, ok: true, detail },
-        Err(detail) => Line { name, ok: false, detail },
+        Ok(detail) => Line { name, ok: true, warn: false, detail },
+        Err(detail) => Line { name, ok: false, warn: false, detail },
     }
 }
 
-/// Runs every check that the settings allow.
-pub async fn run(settings: &Settings) -> Vec<Line> {
+/// Runs every check that the settings allow; with `models`, asks each model too.
+pub async fn run(settings: &Settings, models: bool) -> Vec<Line> {
     let mut lines = vec![line("config", Ok(format!("{} persona(s)", settings.personas.len())))];
     let parts = match Parts::build(settings).await {
         Ok(p) => p,
@@ -78,6 +89,9 @@ pub async fn run(settings: &Settings) -> Vec<Line> {
         lines.push(line("appservice ping", Err("skipped: the homeserver is unreachable".to_owned())));
     }
     lines.extend(llms(settings, &parts).await);
+    if models {
+        lines.extend(model::lines(settings, parts.personas.all()).await);
+    }
     lines.extend(mcp(settings).await);
     parts.store.close().await;
     lines

@@ -175,15 +175,10 @@ impl Runner<'_> {
     }
 }
 
-/// The call's arguments as JSON (`null` when empty). A call cut off by the reply's token
-/// limit is refused even when what came parses: it may be missing its last fields.
+/// The call's arguments as JSON (`null` when empty); a cut call is refused even if it parses.
 fn arguments(call: &ToolCall) -> Result<Value, ToolError> {
     if call.cut {
-        return Err(ToolError::new(
-            ToolErrorCode::CutOff,
-            "your call was cut off: the reply reached its token limit before the arguments ended, so it was not run; \
-             send a shorter one (a smaller payload, a shorter fallback)",
-        ));
+        return Err(ToolError::new(ToolErrorCode::CutOff, crate::strings::CUT_OFF));
     }
     if call.arguments.trim().is_empty() {
         return Ok(Value::Null);

@@ -111,3 +111,73 @@ async fn text_before_and_between_a_replys_calls_is_posted_once_before_the_rich_m
         assert_eq!(reply["tool_calls"].as_array().map(Vec::len), Some(2));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_endpoint_refuses_for_its_tools_is_told_as_misconfiguration_and_not_retried_unstreamed_for_good()
+{
+    let env = Env::start().await;
+    // As llama-server answers a schema it cannot turn into a grammar, streamed or not.
+    env.llm.respond_with(|_| Step::Status(400));
+    let dm = env.dm().await;
+    env.alice.say(&dm, "hello?").await;
+    let turns = env.wait_turns(&dm, 1).await;
+    assert!(
+        turns[0].0.starts_with("misconfigured: ") && turns[0].0.contains("HTTP 400: scripted failure"),
+        "{}",
+        turns[0].0
+    );
+    let said = env.alice.messages_from(&dm, BOT).await;
+    let body = said[0]["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("misconfigured") && !body.contains("try again in a little while"), "{body}");
+    // Refused streamed, then unstreamed: the request, not streaming, was refused, so the
+    // next question streams again.
+    env.llm.respond_with(|_| text("Fixed."));
+    env.alice.say(&dm, "and now?").await;
+    env.wait_turns(&dm, 2).await;
+    let streamed: Vec<bool> = env.llm.requests().iter().map(|r| r["stream"] == true).collect();
+    assert_eq!(streamed, [true, false, true]);
+}
+
+/// `richbot check --model` on the environment's config: (exit status, the model's line).
+async fn check_model(env: &Env) -> (bool, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(["check", "--model", "--config", env.config_path.to_str().expect("utf8")])
+        .output()
+        .await
+        .expect("richbot check");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = stdout.lines().find(|l| l.contains(" model test-model: ")).unwrap_or_default().to_owned();
+    (out.status.success(), format!("{line}\n--- all:\n{stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_model_warns_of_a_model_that_answers_in_text_and_fails_an_endpoint_that_refuses_the_tools() {
+    let env = Env::start().await;
+    env.llm.script([text("It is sunny in Lisbon, 21 °C.")]);
+    let (passed, said) = check_model(&env).await;
+    assert!(
+        passed
+            && said.starts_with(
+                "WARN model test-model: answered with text, no tool call; richbot will post plain answers\n"
+            ),
+        "{said}"
+    );
+    // Asked with the persona's real prompt and the rich tools, as a turn asks.
+    let asked = env.llm.requests().pop().expect("the question");
+    let messages = asked["messages"].as_array().expect("messages");
+    assert!(messages[0]["content"].as_str().is_some_and(|s| s.starts_with("You are Richbot.")), "{asked}");
+    assert_eq!(messages.last().expect("a question")["content"], richbot::check::MODEL_QUESTION);
+    let tools: Vec<&str> =
+        asked["tools"].as_array().into_iter().flatten().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert_eq!(tools, ["rich_send", "rich_edit"]);
+
+    env.llm.script([Step::Status(400)]);
+    let (passed, said) = check_model(&env).await;
+    assert!(
+        !passed
+            && said.starts_with(
+                "FAIL model test-model: the endpoint refused the tool schema (HTTP 400: scripted failure)\n"
+            ),
+        "{said}"
+    );
+}

@@ -189,7 +189,9 @@ async fn rooms_run_in_parallel_and_mid_turn_messages_form_the_next_turn() {
     .await;
     let both = start.elapsed();
     eprintln!("two rooms, 2 s LLM each: both answered after {both:?}");
-    assert!(both < Duration::from_secs(3), "two rooms took {both:?}; a serial bot takes over 4 s");
+    // Parallel, told by overlap rather than by the clock (a loaded machine is slow): the
+    // two rooms' model calls, 2 s each, were in flight at once.
+    assert_eq!(env.llm.most_at_once(), 2, "the two rooms' turns ran one after the other ({both:?})");
 
     // Two messages while a turn runs: answered by the next turn, in order.
     env.alice.say(&a, "first").await;

@@ -295,6 +295,13 @@ async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mute
                 r.headers_mut().insert("retry-after", secs.to_string().parse().expect("header"));
                 return r;
             }
+            // A 400 as llama.cpp's server writes it (the status as a number in `code`);
+            // the others as OpenAI does.
+            Step::Status(400) => {
+                let body =
+                    json!({"error": {"code": 400, "message": "scripted failure", "type": "invalid_request_error"}});
+                return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+            }
             Step::Status(code) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 return (status, Json(json!({"error": {"message": "scripted failure", "type": "server_error", "param": null, "code": null}}))).into_response();

@@ -4,6 +4,7 @@
 pub mod courier;
 pub mod e2ee;
 pub mod fake_hs;
+pub mod llama;
 pub mod llm;
 pub mod lossy;
 pub mod mcp;
@@ -210,6 +211,8 @@ pub struct Options {
     /// richbot reaches the homeserver through a [`lossy::Lossy`] (which can lose the
     /// answers to its encrypted sends).
     pub lossy: bool,
+    /// Another model endpoint than the scripted one: (base_url, model, more `[llm]` lines).
+    pub llm: Option<(String, String, String)>,
 }
 
 impl Default for Options {
@@ -221,6 +224,7 @@ impl Default for Options {
             courier: false,
             homeserver_encryption: true,
             lossy: false,
+            llm: None,
         }
     }
 }
@@ -286,14 +290,16 @@ impl Env {
         let db_url = postgres::database_url(dir.path(), "richbot.db").await;
         let mut toml = format!(
             "[homeserver]\nurl = \"{}\"\nserver_name = \"localhost\"\n\n[appservice]\nregistration = \"{}\"\nlisten = \"{bot_addr}\"\nbehind_proxy = {}\n\n\
-             [database]\nurl = \"{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\napi_key = \"test-key\"\ntimeout_secs = {}\n\n\
+             [database]\nurl = \"{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"{}\"\napi_key = \"test-key\"\ntimeout_secs = {}\n{}\n\
              [access]\nallow = [\"@alice:localhost\", \"@bob:localhost\"]\n\n",
             homeserver,
             synapse.registration.display(),
             courier.is_some(),
             db_url,
-            llm.base_url,
+            opts.llm.as_ref().map_or(&llm.base_url, |(url, _, _)| url),
+            opts.llm.as_ref().map_or("test-model", |(_, model, _)| model),
             opts.llm_timeout_secs,
+            opts.llm.as_ref().map_or("", |(_, _, more)| more),
         );
         for (localpart, name) in &opts.personas {
             toml.push_str(&format!("[[personas]]\nlocalpart = \"{localpart}\"\ndisplay_name = \"{name}\"\nsystem_prompt = \"You are {name}.\"\n\n"));
