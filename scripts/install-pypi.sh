@@ -8,6 +8,7 @@
 # Environment: PYTHON (default python3). Concurrent callers (several test binaries at
 # once) serialize on a lock file next to the venv.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/python-venv.sh"
 
 VENV="$1"
 DIST="$2"
@@ -27,12 +28,7 @@ if installed; then
   exit 0
 fi
 
-"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
-  { echo "install-pypi: $DIST needs Python >= 3.10" >&2; exit 1; }
-if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
-  echo "install-pypi: installing python3-venv (apt)" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-fi
+need_python_venv "install-pypi: $DIST"
 
 echo "install-pypi: installing $DIST==$VERSION into $VENV" >&2
 rm -rf "$VENV"

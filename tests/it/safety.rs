@@ -117,7 +117,17 @@ async fn questions_delivered_after_an_outage_get_one_notice_per_outage_and_no_an
 async fn tool_calls_per_reply_and_writes_per_turn_are_capped() {
     let hs = homeserver(DM).await;
     let llm = FakeLlm::start().await;
-    let forty = Step::Calls((0..40).map(|_| ("rich_send".to_owned(), weather().to_string())).collect());
+    // Distinct calls (the same call repeated in a reply runs once: e2e_model_output).
+    let calls = |n: i32| -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| {
+                let mut w = weather();
+                w["payload"]["blocks"][0]["temp"] = json!(i);
+                ("rich_send".to_owned(), w.to_string())
+            })
+            .collect()
+    };
+    let forty = Step::Calls(calls(40));
     llm.script([forty, text("[no reply]")]);
     let bot = Bot::start(&hs.url, &llm.base_url, "").await;
     bot.push("1", vec![invite()]).await;
@@ -137,7 +147,7 @@ async fn tool_calls_per_reply_and_writes_per_turn_are_capped() {
 
     let hs = homeserver(DM).await;
     let llm = FakeLlm::start().await;
-    let five = Step::Calls((0..5).map(|_| ("rich_send".to_owned(), weather().to_string())).collect());
+    let five = Step::Calls(calls(5));
     llm.script([five.clone(), five, text("[no reply]")]);
     let bot = Bot::start(&hs.url, &llm.base_url, "[limits]\nwrites_per_turn = 3\n").await;
     bot.push("1", vec![invite()]).await;
