@@ -54,16 +54,13 @@ impl ToolCall {
         Self { id: id.into(), name: name.into(), arguments: arguments.into(), cut: false }
     }
 
-    /// The same tool with the same arguments (as JSON values when both parse, so
-    /// `{"a":1}` and `{"a": 1}` are one call); a cut call is like no other.
-    fn same_as(&self, other: &ToolCall) -> bool {
-        if self.cut || other.cut || self.name != other.name {
-            return false;
-        }
-        match (serde_json::from_str::<Value>(&self.arguments), serde_json::from_str::<Value>(&other.arguments)) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => self.arguments == other.arguments,
-        }
+    /// What makes two calls the same: the tool and the arguments as a JSON value when they
+    /// parse (so `{"a":1}` and `{"a": 1}` are one call; serde_json writes keys sorted), or
+    /// as written. A cut call is like no other (`None`).
+    fn identity(&self) -> Option<(&str, String)> {
+        let args =
+            serde_json::from_str::<Value>(&self.arguments).map_or_else(|_| self.arguments.clone(), |v| v.to_string());
+        (!self.cut).then_some((self.name.as_str(), args))
     }
 }
 
@@ -175,8 +172,14 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
         let calls = &reply.tool_calls;
         // A call repeated in one reply (small models do) is made once: the repeats get
         // its result. The per-reply limit counts distinct calls.
-        let first_of: Vec<usize> =
-            (0..calls.len()).map(|i| (0..i).find(|&j| calls[j].same_as(&calls[i])).unwrap_or(i)).collect();
+        // Each call's arguments are read once, not once per pair (a reply may hold many).
+        let mut seen: std::collections::HashMap<(&str, String), usize> = std::collections::HashMap::new();
+        let first_of: Vec<usize> = (0..calls.len())
+            .map(|i| match calls[i].identity() {
+                Some(key) => *seen.entry(key).or_insert(i),
+                None => i,
+            })
+            .collect();
         let now: Vec<usize> = (0..calls.len()).filter(|&i| first_of[i] == i).take(bounds.calls_per_round).collect();
         let first = calls_made;
         calls_made += u32::try_from(calls.len()).unwrap_or(u32::MAX);
