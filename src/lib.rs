@@ -19,6 +19,9 @@
 //!   store (SQLite or PostgreSQL) under all of them: the only place that runs SQL
 //! ```
 //!
+//! The agents' channel (`agents`) is a second edge beside the appservice: other agents'
+//! sends and edits, checked by the same `plan()`, go out through the same outbox.
+//!
 //! Encryption is at the two ends (`crypto`): the inbox hands what transactions bring for
 //! the personas' devices to their crypto, an encrypted event reaches the room stage as
 //! its clear event (`room::decrypt`), and the outbox encrypts a write for an encrypted
@@ -79,6 +82,7 @@ pub mod config;
 pub mod registration;
 // The stages, in pipeline order.
 pub mod appservice;
+pub mod agents;
 pub mod inbox;
 pub mod room;
 pub mod turn;
@@ -173,6 +177,7 @@ pub async fn run(
         None => outbox,
     };
     let outbox = outbox.with_crypto(crypto.clone());
+    let (agent_outbox, agent_matrix) = (outbox.clone(), matrix.clone());
     let budget = parts::budget(&settings);
     let turns = turn::Turns::new(
         store.clone(),
@@ -244,6 +249,7 @@ pub async fn run(
     let pump = crypto.map(|c| tokio::spawn(c.run()));
     let keep = Duration::from_secs(bot.history_days.saturating_mul(86_400));
     let pruner = tokio::spawn(store.clone().keep_pruning(keep));
+    let agents_server = parts::agents(&settings, (store.clone(), agent_outbox, agent_matrix), metrics.clone()).await?;
     let metrics_server = match &settings.config.metrics.listen {
         Some(addr) => {
             let listener = TcpListener::bind(addr.as_str()).await?;
@@ -280,6 +286,9 @@ pub async fn run(
     }
     if let Some(m) = metrics_server {
         m.abort();
+    }
+    if let Some(agents) = agents_server {
+        agents.stop().await;
     }
     let _ = scheduler.await;
     mcp.stop();

@@ -25,6 +25,8 @@ pub struct Metrics {
     pub edit_wait_ms: AtomicU64,
     turns: Mutex<BTreeMap<String, u64>>,
     tool_calls: Mutex<BTreeMap<(String, String), u64>>,
+    /// Agent clients' writes by client and result.
+    agent_writes: Mutex<BTreeMap<(String, String), u64>>,
     /// The personas' crypto's counters, when encryption is on.
     crypto: std::sync::OnceLock<std::sync::Arc<crate::crypto::Counters>>,
 }
@@ -60,6 +62,13 @@ impl Metrics {
         let tool = if matches!(tool, crate::tools::RICH_SEND | crate::tools::RICH_EDIT) { tool } else { "other" };
         if let Ok(mut map) = self.tool_calls.lock() {
             *map.entry((tool.to_owned(), result.to_owned())).or_default() += 1;
+        }
+    }
+
+    /// Counts an agent client's write by client and result (`ok` or the error code).
+    pub fn agent_write(&self, client: &str, result: &str) {
+        if let Ok(mut map) = self.agent_writes.lock() {
+            *map.entry((client.to_owned(), result.to_owned())).or_default() += 1;
         }
     }
 
@@ -109,17 +118,22 @@ impl Metrics {
             out,
             "# HELP richbot_tool_calls_total Tool calls by tool and result.\n# TYPE richbot_tool_calls_total counter"
         );
-        if let Ok(map) = self.tool_calls.lock() {
-            for ((tool, result), n) in map.iter() {
-                let _ = writeln!(
-                    out,
-                    "richbot_tool_calls_total{{tool=\"{}\",result=\"{}\"}} {n}",
-                    escape(tool),
-                    escape(result)
-                );
-            }
-        }
+        labelled(&mut out, &self.tool_calls, "richbot_tool_calls_total", "tool");
+        let _ = writeln!(
+            out,
+            "# HELP richbot_agent_writes_total Agent clients' sends and edits by client and result.\n# TYPE richbot_agent_writes_total counter"
+        );
+        labelled(&mut out, &self.agent_writes, "richbot_agent_writes_total", "client");
         out
+    }
+}
+
+/// One series per (`label`, result) pair of `map`.
+fn labelled(out: &mut String, map: &Mutex<BTreeMap<(String, String), u64>>, name: &str, label: &str) {
+    if let Ok(map) = map.lock() {
+        for ((value, result), n) in map.iter() {
+            let _ = writeln!(out, "{name}{{{label}=\"{}\",result=\"{}\"}} {n}", escape(value), escape(result));
+        }
     }
 }
 
@@ -153,6 +167,7 @@ mod tests {
         m.tool_call("rich_send", "ok");
         m.tool_call("rich_send", "invalid_payload");
         m.tool_call("weird\"tool", "unknown_tool");
+        m.agent_write("ci", "ok");
         let text = m.render();
         for line in [
             "richbot_transactions_total 1",
@@ -162,6 +177,7 @@ mod tests {
             "richbot_tool_calls_total{tool=\"rich_send\",result=\"invalid_payload\"} 1",
             "richbot_tool_calls_total{tool=\"other\",result=\"unknown_tool\"} 1",
             "# TYPE richbot_llm_requests_total counter",
+            "richbot_agent_writes_total{client=\"ci\",result=\"ok\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
         }

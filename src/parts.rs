@@ -66,6 +66,19 @@ impl Parts {
 }
 
 /// How much of each MCP server's listing is offered (`limits.mcp_tools_per_server`).
+/// The agents' channel, served on `[agents] listen` when it is set.
+pub async fn agents(
+    settings: &Settings,
+    parts: (store::Store, crate::outbox::Outbox, matrix::Client),
+    metrics: std::sync::Arc<crate::metrics::Metrics>,
+) -> Result<Option<crate::agents::Serving>, Error> {
+    let Some(addr) = &settings.config.agents.listen else { return Ok(None) };
+    let window = Duration::from_secs(settings.config.agents.idempotency_hours.saturating_mul(3600));
+    let key = settings.config.bot.writer_key;
+    let channel = crate::agents::Channel::new(parts, metrics, settings.agents.clone(), window, key);
+    Ok(Some(crate::agents::Serving::start(addr, channel).await?))
+}
+
 pub fn mcp_bounds(settings: &Settings) -> crate::mcp::Bounds {
     crate::mcp::Bounds { tools: settings.config.limits.mcp_tools_per_server, ..crate::mcp::Bounds::default() }
 }

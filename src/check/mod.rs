@@ -17,6 +17,7 @@ use crate::matrix;
 use crate::parts::Parts;
 use crate::{appservice, inbox, store};
 
+mod agents;
 mod encryption;
 mod model;
 
@@ -93,6 +94,7 @@ pub async fn run(settings: &Settings, models: bool) -> Vec<Line> {
         lines.extend(model::lines(settings, parts.personas.all()).await);
     }
     lines.extend(mcp(settings).await);
+    lines.extend(agents::lines(settings));
     parts.store.close().await;
     lines
 }

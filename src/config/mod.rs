@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod agents;
 mod cross;
 mod endpoints;
 mod env;
@@ -21,8 +22,10 @@ mod sections;
 mod settings;
 mod validate;
 
+pub use crate::agents::Client as AgentClient;
 pub use crate::mcp::McpServer;
 pub use crate::tools::registry::Access as McpAccess;
+pub use agents::MIN_TOKEN_CHARS;
 pub use endpoints::Endpoint;
 pub use limits::Limits;
 pub use persona::Persona;
@@ -70,6 +73,8 @@ pub struct Config {
     pub encryption: Encryption,
     #[serde(default)]
     pub mcp: Vec<McpServer>,
+    #[serde(default)]
+    pub agents: crate::agents::AgentsConfig,
 }
 
 /// Reads a config file as written, without validating it or applying the environment (for
@@ -87,10 +92,11 @@ pub fn load(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Res
     let c = &settings.config;
     let secrets = c.llm.api_key.is_some()
         || c.personas.iter().any(|p| p.api_key.is_some())
-        || c.mcp.iter().any(|m| !m.env.is_empty());
+        || c.mcp.iter().any(|m| !m.env.is_empty())
+        || c.agents.clients.iter().any(|a| a.token.is_some());
     if crate::files::readable_by_others(path) && secrets {
         settings.warnings.push(format!(
-            "{} holds API keys (an api_key, or an [[mcp]] env) and is readable by other users; chmod 600 it",
+            "{} holds API keys (an api_key, an [[mcp]] env or an agent client's token) and is readable by other users; chmod 600 it",
             path.display()
         ));
     }

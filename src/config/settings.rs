@@ -27,6 +27,8 @@ pub struct Settings {
     pub exempt: Vec<Regex>,
     /// Who may use each `[[mcp]]` server's tools, in order.
     pub mcp_access: Vec<super::McpAccess>,
+    /// `[[agents.clients]]`, checked and compiled (tokens read).
+    pub agents: Vec<super::AgentClient>,
     /// What is allowed but unwise (secrets readable by others), for `check` and `serve`.
     pub warnings: Vec<String>,
 }

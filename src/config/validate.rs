@@ -7,7 +7,7 @@ use std::path::Path;
 use regex::Regex;
 use ruma::api::appservice::Registration;
 
-use super::{Config, Error, Persona, Settings, cross, endpoints, mcp};
+use super::{Config, Error, Persona, Settings, agents, cross, endpoints, mcp};
 
 pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<String>) -> Result<Settings, Error> {
     let mut problems = Vec::new();
@@ -157,6 +157,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     let mut found = endpoints::Found { problems: &mut problems, warnings: &mut warnings, base };
     let mcp_access = mcp::validate(&mut config.mcp, &personas, &mut found);
     let endpoints = endpoints::resolve(&config.llm, api_key.as_ref(), &personas, &mut found);
+    let agents = agents::validate(&config.agents, &personas, &config.homeserver.server_name, &mut found);
     let l = &config.limits;
     for (key, value) in [
         ("turns_per_room_per_minute", u64::from(l.turns_per_room_per_minute)),
@@ -185,6 +186,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
             access,
             exempt,
             mcp_access,
+            agents,
             warnings,
         }),
         _ => Err(Error::Invalid(problems)),

@@ -134,6 +134,8 @@ impl Door {
                 replies_to_persona: false,
                 in_persona_thread: false,
                 reacted_buttons: None,
+                // A message without a relation answers nothing.
+                answers_agent: false,
             };
             triggers::trigger(&value, &facts).is_none()
         })

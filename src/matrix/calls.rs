@@ -161,6 +161,17 @@ impl Client {
         parse_field::<OwnedRoomId>(&answer, "room_id")
     }
 
+    /// `GET /_matrix/client/v3/directory/room/{roomAlias}`: the room an alias names, or
+    /// `None` when it names none.
+    pub async fn resolve_alias(&self, alias: &ruma::RoomAliasId) -> Result<Option<OwnedRoomId>, Error> {
+        let path = format!("/_matrix/client/v3/directory/room/{}", enc(alias.as_str()));
+        match self.call(Method::GET, &path, None, None).await {
+            Ok(answer) => parse_field::<OwnedRoomId>(&answer, "room_id").map(Some),
+            Err(Error::Refused { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `POST /_matrix/client/v1/appservice/{appserviceId}/ping`: the homeserver calls our
     /// `/_matrix/app/v1/ping` and reports how long it took.
     ///

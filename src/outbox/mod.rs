@@ -31,6 +31,7 @@ use ruma::{EventId, OwnedEventId, RoomId, UserId};
 use serde_json::Value;
 
 mod dm;
+mod ids;
 mod marker;
 mod seal;
 mod typing;
@@ -40,6 +41,7 @@ use crate::crypto::Crypto;
 use crate::matrix;
 use crate::store::{self, NewSent, NewWrite, OutboxState, Store};
 
+pub use ids::{Write, WriteId};
 pub use marker::MARKER;
 use marker::content_hash;
 pub use typing::Typing;
@@ -74,21 +76,6 @@ struct Landed {
 /// run sealed it as (ciphertext, clear content).
 type Claimed = (String, Option<Landed>, Option<(String, String)>);
 
-/// The n-th write (`seq`) of a turn: what its transaction id is derived from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WriteId {
-    pub turn: i64,
-    pub seq: i64,
-}
-
-/// One write: which, and as whom, where.
-#[derive(Debug, Clone, Copy)]
-pub struct Write<'a> {
-    pub id: WriteId,
-    pub room: &'a RoomId,
-    pub persona: &'a UserId,
-}
-
 /// Sends and edits through the outbox.
 #[derive(Debug, Clone)]
 pub struct Outbox {
@@ -121,9 +108,10 @@ impl Outbox {
         Self { fence: Some(holder.into()), ..self }
     }
 
-    /// Whether this instance may still act for `turn` (always, alone on a database).
+    /// Whether this instance may still act for `turn` (always, alone on a database, and
+    /// for an agent client's write, which holds no room).
     pub async fn holds(&self, turn: i64) -> Result<(), Error> {
-        let Some(holder) = &self.fence else { return Ok(()) };
+        let Some(holder) = self.fence.as_ref().filter(|_| turn >= 0) else { return Ok(()) };
         if self.store.holds_turn_room(turn, holder, now_ms()).await? {
             return Ok(());
         }
@@ -151,7 +139,7 @@ impl Outbox {
     /// sealed it as, if it did.
     async fn claim(&self, w: &Write<'_>, kind: &str, content: &Value) -> Result<Claimed, Error> {
         self.holds(w.id.turn).await?;
-        let txn_id = format!("rb.{}.{}.{}", self.instance, w.id.turn, w.id.seq);
+        let txn_id = w.id.txn_id(&self.instance);
         // A live write (a streamed answer as it grows) differs run to run by nature: its id
         // alone says what it is.
         let hash = if kind.starts_with("live") { "live".to_owned() } else { content_hash(content) };

@@ -101,6 +101,8 @@ impl Triage {
             None
         };
         let thread_root = relation.as_ref().and_then(|r| r.thread_root());
+        // The reply's, reaction's or thread's message, if an agent client had it sent.
+        let answers_agent = [&replied, &target].iter().any(|m| m.as_ref().is_some_and(|m| m.client.is_some()));
         for persona in here {
             let pid = &persona.user_id;
             let in_thread = match thread_root {
@@ -122,6 +124,7 @@ impl Triage {
                 replies_to_persona: replied.as_ref().is_some_and(|m| m.sender == *pid),
                 in_persona_thread: in_thread,
                 reacted_buttons: target.as_ref().filter(|m| m.sender == *pid).and(buttons.as_deref()),
+                answers_agent,
             };
             if let Some(t) = triggers::trigger(&event.event, &facts) {
                 return Ok(Some((persona, t)));

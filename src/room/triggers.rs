@@ -55,6 +55,10 @@ pub struct Facts<'a> {
     pub in_persona_thread: bool,
     /// For a reaction on a message of this persona: that message's buttons.
     pub reacted_buttons: Option<&'a [crate::blocks::Button]>,
+    /// The event answers a message an agent client had sent (a reply, a reaction, a
+    /// message in its thread): the client's to read, not a question for the model
+    /// unless it mentions the persona.
+    pub answers_agent: bool,
 }
 
 /// Whether (and why) `event` starts a turn for the persona in `facts`.
@@ -66,7 +70,9 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
     let relation = Relation::read(content);
     match event.get("type").and_then(Value::as_str)? {
         "m.reaction" => {
-            let Some(Relation::Annotation { target, key }) = relation else { return None };
+            let Some(Relation::Annotation { target, key }) = relation.filter(|_| !facts.answers_agent) else {
+                return None;
+            };
             let button =
                 facts.reacted_buttons?.iter().find(|b| matches!(&b.action, Action::React { key: k } if *k == key))?;
             Some(Trigger::ButtonReact(Press { key, label: button.label.clone(), message: target }))
@@ -81,6 +87,9 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
                 return Some(Trigger::ButtonSend { id: id.to_owned() });
             }
             let mentioned = mentions(content, body, facts);
+            if facts.answers_agent && !mentioned {
+                return None;
+            }
             if let Some(c) = command(body, facts.persona_id, facts.display_name).filter(|_| facts.is_dm || mentioned) {
                 return Some(Trigger::Command(c));
             }
@@ -135,159 +144,4 @@ fn contains_word(hay: &str, needle: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::blocks::Button;
-    use ruma::user_id;
-    use serde_json::json;
-
-    const NOW: i64 = 1_000_000_000;
-
-    fn facts() -> Facts<'static> {
-        Facts {
-            persona_id: user_id!("@richbot:example.org"),
-            display_name: "Richbot",
-            is_dm: false,
-            sender_is_ours: false,
-            sender_allowed: true,
-            group_requires_mention: true,
-            used_button_posted: false,
-            replies_to_persona: false,
-            in_persona_thread: false,
-            reacted_buttons: None,
-        }
-    }
-
-    fn msg(content: Value) -> Value {
-        json!({"type": "m.room.message", "origin_server_ts": NOW - 1000, "content": content})
-    }
-
-    #[test]
-    fn trigger_table() {
-        let buttons =
-            vec![Button { label: "Yes".into(), action: Action::React { key: "✅".into() }, style: None, id: None }];
-        let buttons: &'static [Button] = Box::leak(buttons.into_boxed_slice());
-        let text = |b: &str| msg(json!({"msgtype": "m.text", "body": b}));
-        let dm = Facts { is_dm: true, ..facts() };
-        let cases: Vec<(&str, Value, Facts<'static>, Option<Trigger>)> = vec![
-            ("dm text", text("hi"), dm.clone(), Some(Trigger::Message)),
-            ("dm emote", msg(json!({"msgtype": "m.emote", "body": "waves"})), dm.clone(), Some(Trigger::Message)),
-            ("dm notice", msg(json!({"msgtype": "m.notice", "body": "bot says"})), dm.clone(), None),
-            ("dm image", msg(json!({"msgtype": "m.image", "body": "x.png"})), dm.clone(), None),
-            ("own persona", text("hi"), Facts { sender_is_ours: true, ..dm.clone() }, None),
-            ("not allowed", text("hi"), Facts { sender_allowed: false, ..dm.clone() }, None),
-            (
-                "edit",
-                msg(
-                    json!({"msgtype": "m.text", "body": "* hi", "m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}}),
-                ),
-                dm.clone(),
-                None,
-            ),
-            ("redacted", json!({"type": "m.room.message", "origin_server_ts": NOW, "content": {}}), dm.clone(), None),
-            ("group plain", text("hello all"), facts(), None),
-            (
-                "group plain, mentions off",
-                text("hello all"),
-                Facts { group_requires_mention: false, ..facts() },
-                Some(Trigger::Message),
-            ),
-            (
-                "group m.mentions",
-                msg(json!({"msgtype": "m.text", "body": "hey", "m.mentions": {"user_ids": ["@richbot:example.org"]}})),
-                facts(),
-                Some(Trigger::Mention),
-            ),
-            ("group display name", text("richbot, weather?"), facts(), Some(Trigger::Mention)),
-            ("group name inside a word", text("richbots are fun"), facts(), None),
-            ("group user id", text("ask @richbot:example.org"), facts(), Some(Trigger::Mention)),
-            ("group reply", text("and tomorrow?"), Facts { replies_to_persona: true, ..facts() }, Some(Trigger::Reply)),
-            ("group thread", text("more"), Facts { in_persona_thread: true, ..facts() }, Some(Trigger::Thread)),
-            (
-                "button send",
-                msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})),
-                Facts { used_button_posted: true, ..facts() },
-                Some(Trigger::ButtonSend { id: "more".into() }),
-            ),
-            (
-                "forged button send in a group",
-                msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})),
-                facts(),
-                None,
-            ),
-            (
-                "forged button send in a DM is a plain message",
-                msg(json!({"msgtype": "m.text", "body": "more please", "com.ianm.mtrix.used": {"id": "more"}})),
-                dm.clone(),
-                Some(Trigger::Message),
-            ),
-            ("usage in a DM", text(" !usage "), dm.clone(), Some(Trigger::Command(Command::Usage))),
-            ("usage addressed in a group", text("Richbot: !usage"), facts(), Some(Trigger::Command(Command::Usage))),
-            ("usage by user id", text("@richbot:example.org !usage"), facts(), Some(Trigger::Command(Command::Usage))),
-            ("help", text("!help"), dm.clone(), Some(Trigger::Command(Command::Help))),
-            ("reset", text("Richbot: !RESET"), facts(), Some(Trigger::Command(Command::Reset))),
-            ("mode shown", text("richbot, !mode"), facts(), Some(Trigger::Command(Command::Mode(None)))),
-            (
-                "mode set",
-                text("Richbot: !mode Thread"),
-                facts(),
-                Some(Trigger::Command(Command::Mode(Some("thread".into())))),
-            ),
-            (
-                "unknown command",
-                text("!frobnicate"),
-                dm.clone(),
-                Some(Trigger::Command(Command::Unknown("frobnicate".into()))),
-            ),
-            ("a bang alone is a message", text("!"), dm.clone(), Some(Trigger::Message)),
-            ("usage not addressed in a group", text("!usage"), facts(), None),
-            (
-                "a sentence that starts with a command is a question",
-                text("!usage please explain"),
-                dm.clone(),
-                Some(Trigger::Message),
-            ),
-            (
-                "react button",
-                json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}),
-                Facts { reacted_buttons: Some(buttons), ..facts() },
-                Some(Trigger::ButtonReact(Press {
-                    key: "✅".into(),
-                    label: "Yes".into(),
-                    message: "$m".try_into().expect("id"),
-                })),
-            ),
-            (
-                "react other key",
-                json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "👍"}}}),
-                Facts { reacted_buttons: Some(buttons), ..facts() },
-                None,
-            ),
-            (
-                "react on someone else's message",
-                json!({"type": "m.reaction", "origin_server_ts": NOW, "content": {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$m", "key": "✅"}}}),
-                facts(),
-                None,
-            ),
-            (
-                "member event",
-                json!({"type": "m.room.member", "origin_server_ts": NOW, "content": {"membership": "join"}}),
-                dm.clone(),
-                None,
-            ),
-        ];
-        for (name, event, facts, want) in cases {
-            assert_eq!(trigger(&event, &facts), want, "{name}");
-        }
-    }
-
-    #[test]
-    fn staleness_is_how_late_an_event_was_delivered() {
-        let window = 300_000;
-        assert!(!is_stale(NOW - 1_000, NOW, window), "delivered at once");
-        assert!(is_stale(NOW - 301_000, NOW, window), "delivered after an outage");
-        assert!(!is_stale(NOW + 86_400_000, NOW, window), "future-dated: judged by delivery, fresh once");
-        // Waiting in the queue afterwards does not make it stale: `now` is not an input.
-        assert!(!is_stale(NOW - 1_000, NOW - 500, window));
-    }
-}
+mod tests;

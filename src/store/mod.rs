@@ -23,6 +23,7 @@
 //! (redactions) instead of leaving it in free pages. The database and its WAL files are
 //! owner-only (0600): they hold every message richbot has seen.
 
+mod agents;
 mod approvals;
 mod copy;
 mod crypto_flow;
@@ -50,6 +51,7 @@ use sqlx::any::AnyRow;
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Row};
 
+pub use agents::AgentRequest;
 pub use approvals::{Approval, NewApproval};
 pub use copy::Table;
 pub use crypto_flow::WAITING_FOR_KEY;

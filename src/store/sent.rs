@@ -17,6 +17,9 @@ pub struct SentMessage {
     pub replaces: Option<OwnedEventId>,
     pub content: Value,
     pub edits: i64,
+    /// The agent client (`[[agents.clients]]` name) that had it sent; `None` for the
+    /// model's messages and richbot's own.
+    pub client: Option<String>,
 }
 
 /// A message to record as sent.
@@ -77,7 +80,7 @@ impl Store {
 
     /// The message `event_id` if a persona of ours sent it.
     pub async fn sent_message(&self, event_id: &EventId) -> Result<Option<SentMessage>> {
-        let row = sqlx::query("SELECT event_id, room_id, sender, thread_root, replaces, content, edits FROM sent_messages WHERE event_id = $1")
+        let row = sqlx::query("SELECT event_id, room_id, sender, thread_root, replaces, content, edits, client FROM sent_messages WHERE event_id = $1")
             .bind(event_id.as_str())
             .fetch_optional(&self.pool)
             .await?;
@@ -91,6 +94,7 @@ impl Store {
                 replaces: opt_id(&r, "replaces")?,
                 content: serde_json::from_str(&content)?,
                 edits: r.try_get("edits")?,
+                client: r.try_get("client")?,
             })
         })
         .transpose()

@@ -4,9 +4,11 @@
 
 mod support;
 
+mod agents;
 mod approvals;
 mod blocks;
 mod cli;
+mod e2e_agents;
 mod e2e_appservice;
 mod e2e_commands;
 mod e2e_crash;
