@@ -42,13 +42,12 @@ impl Channel {
                 return Ok(done);
             }
             let made = async {
-                let room = this.room_for(&client, req.direct, &req.to).await?;
+                let room = this.room_for(&client, &row, req.direct, &req.to).await?;
                 for (path, event) in [("reply_to", &req.reply_to), ("thread", &req.thread)] {
                     if let Some(event) = event {
                         this.event_in(event, &room, path).await?;
                     }
                 }
-                this.paced(&client, &row)?;
                 Ok(room)
             };
             let room = this.unless_refused(&row, made.await).await?;
@@ -175,7 +174,7 @@ impl Channel {
     }
 
     /// A fresh call takes one of the client's writes this minute.
-    fn paced(&self, client: &Client, row: &AgentRequest) -> Result<(), Failure> {
+    pub(super) fn paced(&self, client: &Client, row: &AgentRequest) -> Result<(), Failure> {
         if !row.fresh {
             return Ok(());
         }

@@ -1,7 +1,8 @@
 //! What people answered to a client's message: replies, thread messages and reactions,
 //! with their senders, so an agent can wait for a person's answer or a ✅. Read from the
 //! room's stored history after a cursor (`since`, the `next` of the previous read), a
-//! bounded page at a time; richbot's own writes (the message's edits) are left out.
+//! bounded page at a time; richbot's own writes (the message's edits) are left out, and
+//! in an encrypted room a read stops before a message still waiting for its key.
 
 use ruma::EventId;
 use serde_json::{Value, json};
@@ -11,6 +12,9 @@ use crate::relation::Relation;
 
 /// Events of the room looked at per read, at most.
 const PAGE: i64 = 500;
+/// How long a read waits for an encrypted event to be decrypted (its key may come late)
+/// before it reads past it; one never decrypted is left out.
+const HOLD_MS: i64 = 10 * 60 * 1000;
 
 impl Channel {
     /// The answers to `message` after `since` (default: since the message), and the
@@ -25,10 +29,16 @@ impl Channel {
             None => self.store.event_seq(message).await.map_err(Failure::internal)?.unwrap_or(0),
         };
         let events = self.store.events_after(&sent.room_id, since, PAGE).await.map_err(Failure::internal)?;
-        let next = events.last().map_or(since, |e| e.seq);
+        let mut next = since;
         let mut replies = Vec::new();
+        let recent = crate::clock::now_ms() - HOLD_MS;
         for e in &events {
-            if e.sender == client.persona {
+            // Not decrypted yet: the page ends before it, so the next read sees it clear.
+            if e.event_type == "m.room.encrypted" && e.received_at > recent {
+                break;
+            }
+            next = e.seq;
+            if e.sender == client.persona || e.event_type == "m.room.encrypted" {
                 continue;
             }
             let Some(relation) = e.relation() else { continue };

@@ -5,10 +5,18 @@
 use ruma::{EventId, OwnedRoomId, RoomAliasId, RoomId, UserId};
 
 use super::{Channel, Client, Failure};
+use crate::store::AgentRequest;
 
 impl Channel {
-    /// The room `to` names for `client` (`direct`: the DM with that user).
-    pub(super) async fn room_for(&self, client: &Client, direct: bool, to: &str) -> Result<OwnedRoomId, Failure> {
+    /// The room `to` names for `client` (`direct`: the DM with that user), once the call
+    /// is allowed and has taken one of the client's writes (before a DM is opened).
+    pub(super) async fn room_for(
+        &self,
+        client: &Client,
+        row: &AgentRequest,
+        direct: bool,
+        to: &str,
+    ) -> Result<OwnedRoomId, Failure> {
         let to = to.trim();
         if direct {
             let user = UserId::parse(to).map_err(|_| {
@@ -31,6 +39,7 @@ impl Channel {
                 )
                 .at("to"));
             }
+            self.paced(client, row)?;
             return self.dm(client, &user).await;
         }
         let room = self.channel_room(to).await?;
@@ -48,6 +57,7 @@ impl Channel {
                 Failure::new(409, "not_joined", format!("invite {} to the room first", client.persona)).at("to")
             );
         }
+        self.paced(client, row)?;
         Ok(room)
     }
 

@@ -98,23 +98,7 @@ fn token(c: &crate::agents::ClientConfig, i: usize, found: &mut Found<'_>) -> Op
     let at = |key: &str| format!("agents.clients[{i}].{key}");
     let (token, key) = match (&c.token, &c.token_file) {
         (Some(t), None) => (t.trim().to_owned(), at("token")),
-        (None, Some(file)) => {
-            let file = if file.is_relative() { found.base.join(file) } else { file.clone() };
-            if crate::files::readable_by_others(&file) {
-                found.warnings.push(format!(
-                    "{}: {} is readable by other users; chmod 600 it",
-                    at("token_file"),
-                    file.display()
-                ));
-            }
-            match std::fs::read_to_string(&file) {
-                Ok(t) => (t.trim().to_owned(), at("token_file")),
-                Err(e) => {
-                    found.problems.push(format!("{}: cannot read {}: {e}", at("token_file"), file.display()));
-                    return None;
-                }
-            }
-        }
+        (None, Some(file)) => (super::endpoints::secret_file(&at("token_file"), file, found)?, at("token_file")),
         (Some(_), Some(_)) => {
             found.problems.push(format!("agents.clients[{i}]: set token or token_file, not both"));
             return None;

@@ -42,15 +42,20 @@ pub(super) fn key(at: &str, inline: Option<&String>, file: Option<&PathBuf>, fou
     if let Some(k) = inline {
         return Some(k.clone());
     }
-    let file = file?;
-    let file = if file.is_relative() { found.base.join(file) } else { file.clone() };
+    secret_file(&format!("{at}.api_key_file"), file?, found)
+}
+
+/// The trimmed contents of the secret file `file` (the key `key` names it), warning when
+/// other users can read it.
+pub(super) fn secret_file(key: &str, file: &Path, found: &mut Found<'_>) -> Option<String> {
+    let file = if file.is_relative() { found.base.join(file) } else { file.to_owned() };
     if crate::files::readable_by_others(&file) {
-        found.warnings.push(format!("{at}.api_key_file: {} is readable by other users; chmod 600 it", file.display()));
+        found.warnings.push(format!("{key}: {} is readable by other users; chmod 600 it", file.display()));
     }
     match std::fs::read_to_string(&file) {
         Ok(k) => Some(k.trim().to_owned()),
         Err(e) => {
-            found.problems.push(format!("{at}.api_key_file: cannot read {}: {e}", file.display()));
+            found.problems.push(format!("{key}: cannot read {}: {e}", file.display()));
             None
         }
     }

@@ -1,7 +1,8 @@
 //! The agents' channel against a real Synapse: an `rmcp` client and plain HTTP callers
 //! post through richbot, exactly once (a repeated key after a restart posts nothing),
 //! only where their client may, edit only their own messages at the pace, and read back
-//! people's replies and reactions, which start no turn of the model.
+//! people's replies and reactions, which start no turn of the model; a direct message to
+//! an encrypted client goes out encrypted.
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
+use crate::support::e2ee::{E2ee, from};
 use crate::support::llm::text;
 use crate::support::{BOT, Env, Options, enc, eventually, synapse};
 
@@ -253,4 +255,49 @@ async fn a_client_edits_only_its_own_messages_at_the_pace_and_within_its_writes_
     ] {
         assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_message_to_an_encrypted_client_goes_out_encrypted_and_its_reply_is_read_back() {
+    let (env, url) = env().await;
+    crate::e2e_encrypted::devices_ready(&env).await;
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let direct = |body: &str| json!({"kind": "direct", "to": "@alice:localhost", "body": body});
+    let (status, _, first) = post(&url, "/v1/send", CI, direct("build 7 failed")).await;
+    assert_eq!(status, 200, "{first}");
+    let room = first["room_id"].as_str().expect("room").to_owned();
+    alice.join(&room).await;
+    let (_, _, second) = post(&url, "/v1/send", CI, direct("build 8 is green")).await;
+    assert_eq!(second["room_id"], room.as_str(), "the same DM");
+
+    let events = alice.wait_messages(&room, BOT, 2).await;
+    let ours = from(&events, BOT);
+    assert!(
+        ours.iter().all(|e| e["wire_type"] == "m.room.encrypted" && e["decryption_failure"].is_null()),
+        "both went out encrypted and decrypt: {ours:#?}"
+    );
+    let bodies: Vec<&str> = ours.iter().filter_map(|e| e["content"]["body"].as_str()).collect();
+    assert_eq!(bodies, ["build 7 failed", "build 8 is green"]);
+
+    let message_id = second["message_id"].as_str().expect("id").to_owned();
+    let reply =
+        json!({"msgtype": "m.text", "body": "on it", "m.relates_to": {"m.in_reply_to": {"event_id": message_id}}});
+    alice.send(&room, reply).await;
+    let path = format!("{url}/v1/messages/{}/replies", enc(&message_id));
+    let replies = eventually("the encrypted reply, read back in clear", WAIT, || {
+        let path = path.clone();
+        async move {
+            let answer: Value =
+                reqwest::Client::new().get(&path).bearer_auth(CI).send().await.ok()?.json().await.ok()?;
+            answer["replies"].as_array().filter(|r| !r.is_empty()).cloned()
+        }
+    })
+    .await;
+    assert_eq!((replies[0]["body"].as_str(), replies[0]["sender"].as_str()), (Some("on it"), Some("@alice:localhost")));
+    // A plain message after it is the model's first request: the reply asked it nothing.
+    env.llm.script([text("hello alice")]);
+    alice.say(&room, "hello").await;
+    alice.wait_messages(&room, BOT, 3).await;
+    assert_eq!(env.llm.requests().len(), 1, "a reply to the client's message in a DM is not a question");
+    alice.stop().await;
 }
