@@ -84,6 +84,7 @@ impl Channel {
             let made = async {
                 let sent = this.own_message(&client, &req.message_id).await?;
                 let original: OwnedEventId = sent.replaces.clone().unwrap_or_else(|| req.message_id.clone());
+                this.paced(&client, &row)?;
                 if !this.may_post(&client, sent.room_id.as_str(), &sent.room_id).await? {
                     return Err(Failure::new(
                         403,
@@ -91,7 +92,6 @@ impl Channel {
                         format!("client {} may no longer post in {}", client.name, sent.room_id),
                     ));
                 }
-                this.paced(&client, &row)?;
                 Ok((sent.room_id, original))
             };
             let (room, original) = this.unless_refused(&row, made.await).await?;

@@ -8,8 +8,8 @@ use super::{Channel, Client, Failure};
 use crate::store::AgentRequest;
 
 impl Channel {
-    /// The room `to` names for `client` (`direct`: the DM with that user), once the call
-    /// is allowed and has taken one of the client's writes (before a DM is opened).
+    /// The room `to` names for `client` (`direct`: the DM with that user), if the call is
+    /// allowed; it takes one of the client's writes first.
     pub(super) async fn room_for(
         &self,
         client: &Client,
@@ -18,6 +18,8 @@ impl Channel {
         to: &str,
     ) -> Result<OwnedRoomId, Failure> {
         let to = to.trim();
+        // Before any lookup: a client past its pace costs the homeserver nothing.
+        self.paced(client, row)?;
         if direct {
             let user = UserId::parse(to).map_err(|_| {
                 Failure::invalid(
@@ -39,7 +41,6 @@ impl Channel {
                 )
                 .at("to"));
             }
-            self.paced(client, row)?;
             return self.dm(client, &user).await;
         }
         let room = self.channel_room(to).await?;
@@ -57,7 +58,6 @@ impl Channel {
                 Failure::new(409, "not_joined", format!("invite {} to the room first", client.persona)).at("to")
             );
         }
-        self.paced(client, row)?;
         Ok(room)
     }
 

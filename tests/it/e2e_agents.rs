@@ -107,6 +107,14 @@ async fn an_agent_posts_through_mcp_and_http_once_only_where_allowed_and_reads_t
     assert_eq!(error["code"], "invalid_arguments", "{error}");
     assert!(error["path"].as_str().is_some_and(|p| p.starts_with("payload.blocks[0]")), "{error}");
     assert_eq!(posted(&env, &ops, "Oslo").await, 0);
+    // rich_edit: the message it sent, where it is (no room needed).
+    let edit =
+        json!({"event_id": receipt["message_id"], "payload": weather("Lisbon, later"), "fallback": "Lisbon: 23 °C"});
+    let edited = call("rich_edit", edit).await;
+    assert_eq!(edited.is_error, Some(false), "{edited:?}");
+    let edited = edited.structured_content.expect("a receipt");
+    assert_eq!((&edited["message_id"], &edited["room_id"]), (&receipt["message_id"], &receipt["room_id"]));
+    assert_ne!(edited["event_id"], receipt["message_id"], "the edit is an event of its own");
 
     // Only where the client may: a room outside its list, a wrong token.
     let (status, _, body) = post(&url, "/v1/send", CI, json!({"kind": "channel", "to": other, "body": "hi"})).await;
