@@ -110,16 +110,7 @@ impl<'a, L> Metered<'a, L> {
 
 /// Characters of a request, for the estimate.
 fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
-    let text: usize = messages
-        .iter()
-        .map(|m| match m {
-            Message::System(t) | Message::User(t) => t.len(),
-            Message::Assistant { text, tool_calls } => {
-                text.as_deref().map_or(0, str::len) + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
-            }
-            Message::Tool { content, .. } => content.len(),
-        })
-        .sum();
+    let text: usize = messages.iter().map(Message::chars).sum();
     text + tools.iter().map(|t| t.description.len() + t.parameters.to_string().len()).sum::<usize>()
 }
 

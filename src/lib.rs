@@ -99,6 +99,7 @@ pub mod crypto;
 pub mod queue;
 // What everything shares: the leaves.
 pub mod personas;
+pub mod media;
 pub mod render;
 pub mod blocks;
 pub mod matrix;
@@ -189,7 +190,8 @@ pub async fn run(
         parts::turn_limits(&settings),
     )
     .with_tools(toolbox, approvals.clone())
-    .with_models(models);
+    .with_models(models)
+    .with_media(media::Media::new(matrix.clone(), settings.config.media.limits()));
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let mut rooms =

@@ -133,6 +133,7 @@ pub fn personas(settings: &Settings, matrix: matrix::Client, store: store::Store
                 system_prompt: p.system_prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.to_owned()),
                 greeting: p.greeting.clone(),
                 tools: p.tools.clone(),
+                vision: p.vision.unwrap_or(settings.config.llm.vision),
                 user_id,
             })
         })

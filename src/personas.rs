@@ -19,6 +19,8 @@ pub struct Persona {
     pub greeting: Option<String>,
     /// The `[[mcp]]` servers (by name) whose tools it offers; all when `None`.
     pub tools: Option<Vec<String>>,
+    /// Its model sees pictures (`vision`).
+    pub vision: bool,
 }
 
 /// Why a persona could not be set up.

@@ -16,6 +16,10 @@ pub const MISCONFIGURED: &str = "Sorry, I can't answer: my connection to my lang
 pub const TOO_MANY_ROUNDS: &str = "Sorry, I couldn't finish that answer. Please try asking again, perhaps more simply.";
 
 /// Ends a streamed answer that stopped part-way.
+/// Said once per room when a member sends a picture to a persona whose model cannot see.
+pub const NO_VISION: &str = "I can't see pictures: my language model reads only text. \
+     If the picture matters, please describe it in words.";
+
 pub const CUT_SHORT: &str = "_(This answer was cut short: my language model stopped part-way.)_";
 
 /// Ends a live message whose final edit was refused; the answer goes on in new messages.

@@ -26,7 +26,7 @@ use async_openai::config::OpenAIConfig;
 use serde_json::Value;
 
 use super::errors::{cannot_stream, failed};
-use super::{Complete, LiveText, Message, Reply, ToolSpec, wire};
+use super::{LiveText, Message, Reply, ToolSpec, wire};
 
 /// The LLM could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +132,8 @@ pub struct Llm {
     /// Whether to ask for streamed answers: configured, and turned off for good when the
     /// endpoint refuses a streamed request.
     stream: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the model is sent pictures: until the endpoint refuses a request with some.
+    pub(super) vision: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Calls in flight at once (`llm.max_concurrent_requests`), shared by every clone.
     calls: std::sync::Arc<tokio::sync::Semaphore>,
 }
@@ -167,6 +169,7 @@ impl Llm {
             timeout,
             idle: DEFAULT_IDLE_TIMEOUT,
             stream: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            vision: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
             calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
         }
     }
@@ -253,8 +256,14 @@ impl Llm {
     }
 }
 
-impl Complete for Llm {
-    async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
+impl Llm {
+    /// One call as asked (`vision.rs` decides about pictures first).
+    pub(super) async fn complete_once(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        live: &LiveText,
+    ) -> Result<Reply, Error> {
         use std::sync::atomic::Ordering;
         live.send_replace(String::new());
         let _slot = self.calls.acquire().await.map_err(|_| Error::Api("the LLM client is closed".to_owned()))?;

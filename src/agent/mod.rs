@@ -11,6 +11,7 @@ mod errors;
 mod llm;
 pub mod portable;
 mod stream;
+mod vision;
 mod wire;
 
 pub use llm::{Error, Llm, Probe};
@@ -33,8 +34,37 @@ pub struct ToolSpec {
 pub enum Message {
     System(String),
     User(String),
-    Assistant { text: Option<String>, tool_calls: Vec<ToolCall> },
-    Tool { call_id: String, content: String },
+    /// A member's message with pictures: its text, and each picture as a `data:` URL.
+    UserImages {
+        text: String,
+        images: Vec<String>,
+    },
+    Assistant {
+        text: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        call_id: String,
+        content: String,
+    },
+}
+
+/// What a picture is counted as, in characters of the request, for the token estimate
+/// (a scaled picture costs a vision model about a thousand to fifteen hundred tokens).
+pub const IMAGE_CHARS: usize = 6_000;
+
+impl Message {
+    /// Characters of the message, for the token estimate and the history budget.
+    pub fn chars(&self) -> usize {
+        match self {
+            Message::System(t) | Message::User(t) => t.len(),
+            Message::UserImages { text, images } => text.len() + images.len() * IMAGE_CHARS,
+            Message::Assistant { text, tool_calls } => {
+                text.as_deref().map_or(0, str::len) + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
+            }
+            Message::Tool { content, .. } => content.len(),
+        }
+    }
 }
 
 /// A tool call as the model made it; `arguments` is JSON text (maybe broken).

@@ -13,6 +13,11 @@ pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[Tool
         .map(|m| match m {
             Message::System(text) => json!({"role": "system", "content": text}),
             Message::User(text) => json!({"role": "user", "content": text}),
+            Message::UserImages { text, images } => {
+                let mut parts = vec![json!({"type": "text", "text": text})];
+                parts.extend(images.iter().map(|url| json!({"type": "image_url", "image_url": {"url": url}})));
+                json!({"role": "user", "content": parts})
+            }
             Message::Assistant { text, tool_calls } => {
                 let mut v = json!({"role": "assistant", "content": text});
                 if !tool_calls.is_empty() {

@@ -60,7 +60,7 @@ async fn ask(settings: &Settings, persona: &Persona, llm: &agent::Llm) -> Line {
         now_ms: crate::clock::now_ms(),
         budget: settings.config.bot.history_chars,
     };
-    let mut messages = context::build(&situation, &[], &[]);
+    let mut messages = context::build(&situation, &[], &[], &context::Parts::new());
     messages.push(Message::User(QUESTION.to_owned()));
     let rooms = tools::RoomChoices { in_dm: true, shared: Vec::new() };
     let specs = tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms);

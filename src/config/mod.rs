@@ -13,6 +13,8 @@ use serde::Deserialize;
 
 mod agents;
 mod cross;
+mod encryption;
+mod media;
 mod endpoints;
 mod env;
 mod limits;
@@ -26,11 +28,13 @@ pub use crate::agents::Client as AgentClient;
 pub use crate::mcp::McpServer;
 pub use crate::tools::registry::Access as McpAccess;
 pub use agents::MIN_TOKEN_CHARS;
+pub use encryption::Encryption;
 pub use endpoints::Endpoint;
 pub use limits::Limits;
+pub use media::MediaConfig;
 pub use persona::Persona;
 pub use sections::{
-    Access, Appservice, Bot, Database, EncryptedRooms, Encryption, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
+    Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
 };
 pub use settings::Settings;
 
@@ -75,6 +79,8 @@ pub struct Config {
     pub mcp: Vec<McpServer>,
     #[serde(default)]
     pub agents: crate::agents::AgentsConfig,
+    #[serde(default)]
+    pub media: MediaConfig,
 }
 
 /// Reads a config file as written, without validating it or applying the environment (for

@@ -30,6 +30,9 @@ pub struct Persona {
     pub api_key_file: Option<PathBuf>,
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// Whether its model sees pictures; `[llm] vision` when unset.
+    #[serde(default)]
+    pub vision: Option<bool>,
 }
 
 impl std::fmt::Debug for Persona {

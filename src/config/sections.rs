@@ -14,31 +14,6 @@ pub struct MetricsConfig {
     pub listen: Option<String>,
 }
 
-/// `[encryption]`: end-to-end encrypted rooms.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Encryption {
-    /// Each persona gets a cross-signed device and answers in encrypted rooms (the
-    /// homeserver must send to-device messages and key counts; `check` says what to add).
-    /// Off: a persona in an encrypted room says once that it cannot read it.
-    #[serde(default = "default_true")]
-    pub enabled: bool,
-    /// How long an encrypted message waits for its room key before the room is told
-    /// (once an hour at most) that it could not be read.
-    #[serde(default = "default_wait_for_key")]
-    pub wait_for_key_secs: u64,
-}
-
-impl Default for Encryption {
-    fn default() -> Self {
-        Self { enabled: true, wait_for_key_secs: default_wait_for_key() }
-    }
-}
-
-fn default_wait_for_key() -> u64 {
-    30
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Homeserver {
@@ -117,6 +92,10 @@ pub struct Llm {
     /// without streaming from then on).
     #[serde(default = "default_true")]
     pub stream: bool,
+    /// The model sees pictures (members' images reach it); `false` names them instead,
+    /// and the member is told once. A persona may say otherwise (`[[personas]] vision`).
+    #[serde(default = "default_true")]
+    pub vision: bool,
     /// Chat completions in flight at once, across all rooms (LLM calls are I/O: this, not
     /// `bot.max_parallel_rooms`, is what keeps a provider's concurrency limit).
     #[serde(default = "default_llm_concurrency")]
@@ -271,7 +250,7 @@ fn default_edit_interval() -> u64 {
 fn default_history() -> usize {
     12_000
 }
-fn default_true() -> bool {
+pub(super) fn default_true() -> bool {
     true
 }
 

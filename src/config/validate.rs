@@ -57,6 +57,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if !(1..=32).contains(&config.llm.max_rounds) {
         problems.push("llm.max_rounds: must be 1-32".to_owned());
     }
+    config.media.problems(&mut problems);
     if config.encryption.wait_for_key_secs == 0 {
         problems.push("encryption.wait_for_key_secs: must be at least 1".to_owned());
     }
@@ -119,6 +120,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
                 api_key: None,
                 api_key_file: None,
                 max_tokens: None,
+                vision: None,
             });
         }
         let namespace: Vec<Regex> = reg.namespaces.users.iter().filter_map(|ns| Regex::new(&ns.regex).ok()).collect();

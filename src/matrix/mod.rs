@@ -11,6 +11,7 @@
 mod calls;
 pub use calls::MEGOLM;
 mod devices;
+mod media;
 mod retry;
 
 use std::time::Duration;
@@ -20,6 +21,7 @@ use reqwest::Method;
 use ruma::UserId;
 use serde_json::Value;
 
+pub use media::parse_mxc;
 pub use retry::RetryPolicy;
 
 /// A homeserver call that did not succeed.

@@ -79,18 +79,22 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
         }
         "m.room.message" => {
             let msgtype = content.get("msgtype").and_then(Value::as_str)?;
-            if !matches!(msgtype, "m.text" | "m.emote") || relation.as_ref().is_some_and(Relation::is_edit) {
+            // A picture or a file addresses the persona as a text does (its caption may
+            // mention it); it is never a command or a button press.
+            let media = matches!(msgtype, "m.image" | "m.file");
+            if !(media || matches!(msgtype, "m.text" | "m.emote")) || relation.as_ref().is_some_and(Relation::is_edit) {
                 return None;
             }
             let body = content.get("body").and_then(Value::as_str)?;
-            if let Some(id) = read_used_id(content).filter(|_| facts.used_button_posted) {
+            if let Some(id) = read_used_id(content).filter(|_| facts.used_button_posted && !media) {
                 return Some(Trigger::ButtonSend { id: id.to_owned() });
             }
             let mentioned = mentions(content, body, facts);
             if facts.answers_agent && !mentioned {
                 return None;
             }
-            if let Some(c) = command(body, facts.persona_id, facts.display_name).filter(|_| facts.is_dm || mentioned) {
+            let commanded = (facts.is_dm || mentioned) && !media;
+            if let Some(c) = command(body, facts.persona_id, facts.display_name).filter(|_| commanded) {
                 return Some(Trigger::Command(c));
             }
             if facts.is_dm {

@@ -25,6 +25,7 @@ mod approve;
 mod clock;
 mod close;
 pub mod context;
+mod conversation;
 mod external;
 mod live;
 mod notices;
@@ -52,7 +53,7 @@ use crate::personas::Personas;
 use crate::store::{self, Notice, Store, StoredEvent, TurnRecord, TurnRow};
 use crate::strings;
 use crate::tools::registry::For;
-use crate::tools::{Toolbox, prompt_line, tool_specs};
+use crate::tools::{Toolbox, tool_specs};
 
 /// The write number of a notice-only turn's notice: apart from any write the turn made
 /// before it became one (an undelivered answer).
@@ -106,6 +107,8 @@ pub struct Turns {
     approvals: Approvals,
     /// The personas with an LLM endpoint of their own; the others use `llm`.
     models: HashMap<OwnedUserId, Llm>,
+    /// Fetches members' pictures and files (`with_media`).
+    media: Option<crate::media::Media>,
 }
 
 impl Turns {
@@ -120,7 +123,7 @@ impl Turns {
     ) -> Self {
         let approvals = Approvals::new(store.clone());
         let (toolbox, models) = (Toolbox::default(), HashMap::new());
-        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox, approvals, models }
+        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox, approvals, models, media: None }
     }
 
     /// Gives these personas their own LLM endpoint (`[[personas]]` `model`, `base_url`, ...).
@@ -162,18 +165,7 @@ impl Turns {
         let Some(persona) = self.personas.get(&turn.persona) else {
             return Ok(self.finish(turn, Outcome::PersonaRemoved, TurnRecord::default()).await?);
         };
-        // Everything in the room up to now: the persona's answers posted after the
-        // triggering events (a previous turn still running then) included.
-        let history = self.store.history(&scope.room, i64::MAX, 200).await?;
-        let situation = context::Situation {
-            scope: &scope,
-            display_name: &persona.display_name,
-            system_prompt: &persona.system_prompt,
-            tools_line: prompt_line(),
-            now_ms: now_ms(),
-            budget: self.limits.history_chars,
-        };
-        let messages = context::build(&situation, &history, presses);
+        let messages = self.conversation((turn.id, &scope), persona, events, presses).await?;
         let choices = targets::choices(&self.store, &scope).await?;
         let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
         let offered = self.toolbox.offer(tool_specs(&choices, self.outbox.interval_ms()), who);

@@ -17,6 +17,7 @@ mod e2e_encrypted;
 mod e2e_flood;
 mod e2e_hostile;
 mod e2e_live;
+mod e2e_media;
 mod e2e_llama;
 mod e2e_model_output;
 mod e2e_models;

@@ -29,6 +29,8 @@ mod e2e_flood;
 mod e2e_hostile;
 #[path = "../it/e2e_live.rs"]
 mod e2e_live;
+#[path = "../it/e2e_media.rs"]
+mod e2e_media;
 #[path = "../it/e2e_model_output.rs"]
 mod e2e_model_output;
 #[path = "../it/e2e_models.rs"]

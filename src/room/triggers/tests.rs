@@ -38,7 +38,22 @@ fn trigger_table() {
         ("dm text", text("hi"), dm.clone(), Some(Trigger::Message)),
         ("dm emote", msg(json!({"msgtype": "m.emote", "body": "waves"})), dm.clone(), Some(Trigger::Message)),
         ("dm notice", msg(json!({"msgtype": "m.notice", "body": "bot says"})), dm.clone(), None),
-        ("dm image", msg(json!({"msgtype": "m.image", "body": "x.png"})), dm.clone(), None),
+        ("dm image", msg(json!({"msgtype": "m.image", "body": "x.png"})), dm.clone(), Some(Trigger::Message)),
+        ("dm file", msg(json!({"msgtype": "m.file", "body": "data.csv"})), dm.clone(), Some(Trigger::Message)),
+        ("dm audio", msg(json!({"msgtype": "m.audio", "body": "x.ogg"})), dm.clone(), None),
+        (
+            "dm image captioned !help",
+            msg(json!({"msgtype": "m.image", "body": "!help", "filename": "x.png"})),
+            dm.clone(),
+            Some(Trigger::Message),
+        ),
+        ("group image", msg(json!({"msgtype": "m.image", "body": "x.png"})), facts(), None),
+        (
+            "group image whose caption mentions",
+            msg(json!({"msgtype": "m.image", "body": "richbot, what is this?", "filename": "x.png"})),
+            facts(),
+            Some(Trigger::Mention),
+        ),
         ("own persona", text("hi"), Facts { sender_is_ours: true, ..dm.clone() }, None),
         ("not allowed", text("hi"), Facts { sender_allowed: false, ..dm.clone() }, None),
         (

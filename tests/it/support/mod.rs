@@ -157,6 +157,22 @@ impl User {
         v["event_id"].as_str().expect("event id").to_owned()
     }
 
+    /// Uploads `bytes` to the media repository; returns its `mxc://` URL.
+    pub async fn upload(&self, bytes: Vec<u8>, content_type: &str, filename: &str) -> String {
+        let url = format!("{}/_matrix/media/v3/upload?filename={}", self.hs, enc(filename));
+        let response = self
+            .http
+            .post(url)
+            .bearer_auth(&self.token)
+            .header("content-type", content_type)
+            .body(bytes)
+            .send()
+            .await
+            .expect("upload");
+        let v: Value = response.json().await.expect("upload answer");
+        v["content_uri"].as_str().unwrap_or_else(|| panic!("an mxc URL: {v}")).to_owned()
+    }
+
     pub async fn say(&self, room: &str, body: &str) -> String {
         self.send(room, "m.room.message", json!({"msgtype": "m.text", "body": body})).await
     }
@@ -213,6 +229,8 @@ pub struct Options {
     pub lossy: bool,
     /// Another model endpoint than the scripted one: (base_url, model, more `[llm]` lines).
     pub llm: Option<(String, String, String)>,
+    /// More `[llm]` lines for the scripted model (`vision = false`).
+    pub llm_lines: &'static str,
 }
 
 impl Default for Options {
@@ -225,6 +243,7 @@ impl Default for Options {
             homeserver_encryption: true,
             lossy: false,
             llm: None,
+            llm_lines: "",
         }
     }
 }
@@ -299,7 +318,7 @@ impl Env {
             opts.llm.as_ref().map_or(&llm.base_url, |(url, _, _)| url),
             opts.llm.as_ref().map_or("test-model", |(_, model, _)| model),
             opts.llm_timeout_secs,
-            opts.llm.as_ref().map_or("", |(_, _, more)| more),
+            opts.llm.as_ref().map_or(opts.llm_lines, |(_, _, more)| more),
         );
         for (localpart, name) in &opts.personas {
             toml.push_str(&format!("[[personas]]\nlocalpart = \"{localpart}\"\ndisplay_name = \"{name}\"\nsystem_prompt = \"You are {name}.\"\n\n"));

@@ -1,0 +1,112 @@
+//! Members' pictures and files against the real Synapse media repository: a picture in a
+//! DM reaches the scripted model scaled down, as an image part; a text file's text reaches
+//! it as quoted data; a persona whose model cannot see says so once.
+
+use std::io::Cursor;
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::support::llm::{Step, text};
+use crate::support::{BOT, Env, Options, User};
+
+/// A PNG of `w` x `h` (a smooth gradient, as a screenshot might be).
+fn png(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, 90]));
+    let mut out = Vec::new();
+    image::DynamicImage::ImageRgb8(img).write_to(&mut Cursor::new(&mut out), image::ImageFormat::Png).expect("png");
+    out
+}
+
+/// Sends a picture or file as `user` would from Element (uploaded first).
+async fn send_media(user: &User, room: &str, msgtype: &str, (bytes, mime, name): (Vec<u8>, &str, &str), caption: &str) {
+    let size = bytes.len();
+    let url = user.upload(bytes, mime, name).await;
+    let content = json!({"msgtype": msgtype, "body": caption, "filename": name, "url": url, "info": {"mimetype": mime, "size": size}});
+    user.send(room, "m.room.message", content).await;
+}
+
+/// The user messages of the model's `n`-th request.
+fn user_messages(env: &Env, n: usize) -> Vec<Value> {
+    let request = env.llm.requests()[n].clone();
+    request["messages"].as_array().expect("messages").iter().filter(|m| m["role"] == "user").cloned().collect()
+}
+
+#[tokio::test]
+async fn a_picture_reaches_the_model_scaled_down_and_a_text_files_text_as_data() {
+    let env = Env::start().await;
+    let room = env.dm().await;
+    env.llm.script([text("A blue and green gradient."), text("Two rows.")]);
+    send_media(&env.alice, &room, "m.image", (png(3200, 1600), "image/png", "screen.png"), "what is this?").await;
+    env.wait_messages(&room, BOT, 1).await;
+
+    let asked = user_messages(&env, 0);
+    let last = asked.last().expect("the question");
+    let parts = last["content"].as_array().expect("text and image parts");
+    let said = parts[0]["text"].as_str().expect("text");
+    assert!(said.ends_with("[image: screen.png] what is this?"), "{said}");
+    let url = parts[1]["image_url"]["url"].as_str().expect("an image part");
+    let data = url.strip_prefix("data:image/jpeg;base64,").expect("a JPEG data URL");
+    let jpeg = base64::engine::general_purpose::STANDARD.decode(data).expect("base64");
+    let picture = image::load_from_memory(&jpeg).expect("a picture");
+    assert_eq!((picture.width(), picture.height()), (1568, 784), "scaled to media.max_image_px on the long side");
+    assert!(jpeg.len() <= 4 * 1024 * 1024);
+
+    let csv = "city,temp\nLisbon,21\nOslo,3\n";
+    send_media(&env.alice, &room, "m.file", (csv.as_bytes().to_vec(), "text/csv", "temps.csv"), "temps.csv").await;
+    env.wait_messages(&room, BOT, 2).await;
+    let asked = user_messages(&env, 1);
+    let file = asked.last().and_then(|m| m["content"].as_str()).expect("the file as text");
+    assert!(
+        file.contains(&format!("[file: temps.csv]\n<file name=\"temps.csv\">\n{}\n</file>", csv.trim_end())),
+        "{file}"
+    );
+    // The picture is history now: named, not sent again.
+    let earlier: Vec<&Value> = asked.iter().filter(|m| m["content"].is_array()).collect();
+    assert!(earlier.is_empty(), "an older picture is not sent again: {asked:?}");
+    assert!(
+        asked.iter().any(|m| m["content"].as_str().is_some_and(|t| t.ends_with("[image: screen.png] what is this?")))
+    );
+}
+
+#[tokio::test]
+async fn a_persona_whose_model_cannot_see_says_so_once_and_the_model_is_told_what_it_missed() {
+    let env = Env::start_with(Options { llm_lines: "vision = false", ..Default::default() }).await;
+    let room = env.dm().await;
+    env.llm.script([text("Tell me what it shows."), text("Still can't.")]);
+    for n in 1..=2 {
+        send_media(&env.alice, &room, "m.image", (png(64, 64), "image/png", "cat.png"), "cat.png").await;
+        env.wait_messages(&room, BOT, n + 1).await;
+    }
+    let notices = crate::support::notices(&env.alice.messages_from(&room, BOT).await);
+    assert_eq!(notices, [richbot::strings::NO_VISION], "said once");
+    let asked = user_messages(&env, 0);
+    let line = asked.last().and_then(|m| m["content"].as_str()).expect("text only");
+    assert!(line.ends_with("[image: cat.png] (not shown to you: you cannot see pictures)"), "{line}");
+    assert!(env.llm.requests().iter().all(|r| !r.to_string().contains("image_url")), "no image part is sent");
+}
+
+#[tokio::test]
+async fn an_endpoint_that_refuses_pictures_is_asked_again_without_them_and_not_sent_any_after() {
+    let env = Env::start().await;
+    let room = env.dm().await;
+    env.llm.respond_with(|request| match request.to_string().contains("image_url") {
+        true => Step::Status(400),
+        false => text("I could not see it."),
+    });
+    for n in 1..=2 {
+        send_media(&env.alice, &room, "m.image", (png(64, 64), "image/png", "cat.png"), "cat.png").await;
+        env.wait_messages(&room, BOT, n + usize::from(n == 2)).await;
+    }
+    // One refused call (asked streamed, then whole, as a refusal to stream is told apart),
+    // and none with pictures after it.
+    let requests = env.llm.requests();
+    let first_named = requests.iter().position(|r| !r.to_string().contains("image_url")).expect("named");
+    assert_eq!(first_named, 2, "{requests:?}");
+    assert!(requests[first_named..].iter().all(|r| !r.to_string().contains("image_url")));
+    let asked = user_messages(&env, first_named);
+    let line = asked.last().and_then(|m| m["content"].as_str()).expect("text only");
+    assert!(line.ends_with("[image: cat.png] (not shown to you: you cannot see pictures)"), "{line}");
+    let notices = crate::support::notices(&env.alice.messages_from(&room, BOT).await);
+    assert_eq!(notices, [richbot::strings::NO_VISION], "the member is told once, from the next picture on");
+}
