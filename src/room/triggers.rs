@@ -77,8 +77,9 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
                 facts.reacted_buttons?.iter().find(|b| matches!(&b.action, Action::React { key: k } if *k == key))?;
             Some(Trigger::ButtonReact(Press { key, label: button.label.clone(), message: target }))
         }
-        "m.room.message" => {
-            let msgtype = content.get("msgtype").and_then(Value::as_str)?;
+        kind @ ("m.room.message" | "m.sticker") => {
+            let msgtype =
+                if kind == "m.sticker" { "m.image" } else { content.get("msgtype").and_then(Value::as_str)? };
             // A picture or a file addresses the persona as a text does (its caption may
             // mention it); it is never a command or a button press.
             let media = matches!(msgtype, "m.image" | "m.file");

@@ -154,7 +154,7 @@ impl Worker {
                     self.membership.encrypted(event, &self.turns).await?;
                     quiet.push(event.seq);
                 }
-                "m.room.message" | "m.reaction" => match self.triage.trigger_of(event).await? {
+                "m.room.message" | "m.sticker" | "m.reaction" => match self.triage.trigger_of(event).await? {
                     Some((persona, _)) if self.triage.stale(event) => stale.push((event, persona)),
                     Some((persona, trigger)) => started.push((event, persona, trigger)),
                     None => quiet.push(event.seq),

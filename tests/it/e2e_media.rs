@@ -36,7 +36,7 @@ fn user_messages(env: &Env, n: usize) -> Vec<Value> {
 async fn a_picture_reaches_the_model_scaled_down_and_a_text_files_text_as_data() {
     let env = Env::start().await;
     let room = env.dm().await;
-    env.llm.script([text("A blue and green gradient."), text("Two rows.")]);
+    env.llm.script([text("A blue and green gradient."), text("Two rows."), text("A sticker.")]);
     send_media(&env.alice, &room, "m.image", (png(3200, 1600), "image/png", "screen.png"), "what is this?").await;
     env.wait_messages(&room, BOT, 1).await;
 

@@ -40,6 +40,12 @@ fn trigger_table() {
         ("dm notice", msg(json!({"msgtype": "m.notice", "body": "bot says"})), dm.clone(), None),
         ("dm image", msg(json!({"msgtype": "m.image", "body": "x.png"})), dm.clone(), Some(Trigger::Message)),
         ("dm file", msg(json!({"msgtype": "m.file", "body": "data.csv"})), dm.clone(), Some(Trigger::Message)),
+        (
+            "dm sticker",
+            json!({"type": "m.sticker", "origin_server_ts": NOW, "content": {"body": "a cat", "url": "mxc://x/y"}}),
+            dm.clone(),
+            Some(Trigger::Message),
+        ),
         ("dm audio", msg(json!({"msgtype": "m.audio", "body": "x.ogg"})), dm.clone(), None),
         (
             "dm image captioned !help",
