@@ -33,14 +33,9 @@ impl Channel {
         req: SendRequest,
         key: Option<String>,
     ) -> Result<Receipt, Failure> {
-        let this = self.clone();
-        spawned(async move {
-            let request = json!({"op": "send", "direct": req.direct, "to": req.to.trim(), "content": content_value(&req.content),
-                                 "reply_to": req.reply_to, "thread": req.thread});
-            let row = this.ledger(&client, key.as_deref(), &request).await?;
-            if let Some(done) = deduplicated(&row) {
-                return Ok(done);
-            }
+        let request = json!({"op": "send", "direct": req.direct, "to": req.to.trim(), "content": content_value(&req.content),
+                             "reply_to": req.reply_to, "thread": req.thread});
+        self.once((client, key), request, move |this, client, row| async move {
             let made = async {
                 let room = this.room_for(&client, &row, req.direct, &req.to).await?;
                 for (path, event) in [("reply_to", &req.reply_to), ("thread", &req.thread)] {
@@ -74,13 +69,8 @@ impl Channel {
         req: EditRequest,
         key: Option<String>,
     ) -> Result<Receipt, Failure> {
-        let this = self.clone();
-        spawned(async move {
-            let request = json!({"op": "edit", "message_id": req.message_id, "content": content_value(&req.content)});
-            let row = this.ledger(&client, key.as_deref(), &request).await?;
-            if let Some(done) = deduplicated(&row) {
-                return Ok(done);
-            }
+        let request = json!({"op": "edit", "message_id": req.message_id, "content": content_value(&req.content)});
+        self.once((client, key), request, move |this, client, row| async move {
             let made = async {
                 let sent = this.own_message(&client, &req.message_id).await?;
                 let original: OwnedEventId = sent.replaces.clone().unwrap_or_else(|| req.message_id.clone());
@@ -113,6 +103,30 @@ impl Channel {
             this.done(&client, row.id, &room, (&original, &event)).await
         })
         .await
+    }
+
+    /// Runs a writing call: its ledger row first (or the one an earlier call with its key
+    /// made); a finished earlier call's receipt; else `work` with the row. In its own
+    /// task, so the caller hanging up does not stop a write half way.
+    async fn once<F, Fut>(
+        self: &Arc<Self>,
+        (client, key): (Arc<Client>, Option<String>),
+        request: Value,
+        work: F,
+    ) -> Result<Receipt, Failure>
+    where
+        F: FnOnce(Arc<Self>, Arc<Client>, AgentRequest) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Receipt, Failure>> + Send + 'static,
+    {
+        let this = self.clone();
+        let call = async move {
+            let row = this.ledger(&client, key.as_deref(), &request).await?;
+            match deduplicated(&row) {
+                Some(done) => Ok(done),
+                None => work(this, client, row).await,
+            }
+        };
+        tokio::spawn(call).await.map_err(Failure::internal)?
     }
 
     /// The message `id` if `client` sent it: `unknown_message`, or `not_owner`.
@@ -258,11 +272,4 @@ fn render_failure(e: render::Error) -> Failure {
         render::Error::TooLarge(_) => Failure::invalid("payload", e.to_string()),
         render::Error::Numbers(b) => Failure::invalid(&format!("payload.{}", b.path), b.to_string()),
     }
-}
-
-/// Runs `work` in its own task, so the caller hanging up does not stop it half way.
-async fn spawned<T: Send + 'static>(
-    work: impl Future<Output = Result<T, Failure>> + Send + 'static,
-) -> Result<T, Failure> {
-    tokio::spawn(work).await.map_err(Failure::internal)?
 }
