@@ -173,8 +173,15 @@ impl E2ee {
         self.call(json!({"cmd": "device_status", "user": user})).await
     }
 
+    /// Asks the client to stop and waits (bounded) for it to exit, then kills it. It reads
+    /// no answer: the client exits right after it answers, and a clean-clone CI run on a
+    /// loaded machine saw the exit reach the pipe first, which `call` takes as a crash.
     pub async fn stop(mut self) {
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.call(json!({"cmd": "stop"}))).await;
+        self.next += 1;
+        let line = format!("{}\n", json!({"cmd": "stop", "id": self.next}));
+        let _ = self.stdin.write_all(line.as_bytes()).await;
+        let _ = self.stdin.flush().await;
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
         let _ = self.child.kill().await;
     }
 }
