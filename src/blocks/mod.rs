@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 pub use catalogue::{BlockSpec, CATALOGUE, Kind, MAX_STR, MAX_TEXT, names, spec};
 pub use error::BlockError;
+pub(crate) use error::{index, join};
 pub use keys::{KEY_MTRIX, KEY_MXBLOCKS, READ_ORDER, WriterKey, read_payload, read_used_id};
 pub use numbers::{MAX_SAFE_INT, canonicalize, has_float, is_decimal_string};
 pub use rules::{cut, is_button_id, is_date_time, is_mxc};

@@ -21,6 +21,13 @@ pub struct MediaConfig {
     /// Bytes of a text file the model is given at most (larger ones are named).
     #[serde(default = "default_file_bytes")]
     pub max_file_bytes: usize,
+    /// Bytes of one picture or file the persona uploads at most (an MCP tool's image, a
+    /// payload's `data:` URL).
+    #[serde(default = "default_upload_bytes")]
+    pub max_upload_bytes: usize,
+    /// Uploads a turn makes at most.
+    #[serde(default = "default_uploads")]
+    pub uploads_per_turn: usize,
 }
 
 impl Default for MediaConfig {
@@ -30,6 +37,8 @@ impl Default for MediaConfig {
             max_image_bytes: default_image_bytes(),
             images_per_turn: default_images(),
             max_file_bytes: default_file_bytes(),
+            max_upload_bytes: default_upload_bytes(),
+            uploads_per_turn: default_uploads(),
         }
     }
 }
@@ -46,6 +55,12 @@ fn default_images() -> usize {
 fn default_file_bytes() -> usize {
     256 * 1024
 }
+fn default_upload_bytes() -> usize {
+    8 * 1024 * 1024
+}
+fn default_uploads() -> usize {
+    8
+}
 
 impl MediaConfig {
     /// The bounds as the media fetcher takes them.
@@ -55,6 +70,8 @@ impl MediaConfig {
             max_image_bytes: self.max_image_bytes,
             images_per_turn: self.images_per_turn,
             max_file_bytes: self.max_file_bytes,
+            max_upload_bytes: self.max_upload_bytes,
+            uploads_per_turn: self.uploads_per_turn,
         }
     }
 
@@ -71,6 +88,12 @@ impl MediaConfig {
         }
         if self.max_file_bytes > 4 * 1024 * 1024 {
             problems.push("media.max_file_bytes: must be at most 4194304".to_owned());
+        }
+        if !(1024..=50 * 1024 * 1024).contains(&self.max_upload_bytes) {
+            problems.push("media.max_upload_bytes: must be 1024-52428800".to_owned());
+        }
+        if self.uploads_per_turn > 32 {
+            problems.push("media.uploads_per_turn: must be 0-32".to_owned());
         }
     }
 }

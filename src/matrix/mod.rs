@@ -13,6 +13,7 @@ pub use calls::MEGOLM;
 mod devices;
 mod media;
 mod retry;
+mod upload;
 
 use std::time::Duration;
 

@@ -1,9 +1,10 @@
 //! What the model gets back from an MCP tool: the text of its result, cut to a length a
 //! prompt can carry. Pure.
 //!
-//! Text blocks are joined; structured content stands in when there is no text; images,
-//! audio and embedded resources are named, not inlined (the model cannot see them, and
-//! their bytes would only spend tokens).
+//! Text blocks are joined; structured content stands in when there is no text; images
+//! are numbered in the text and handed on apart (the turn uploads them, so the model can
+//! show them by `mxc://` URL); audio and embedded resources are named, not inlined (their
+//! bytes would only spend tokens).
 
 use rmcp::model::{CallToolResult, ContentBlock};
 
@@ -12,12 +13,16 @@ pub const MAX_RESULT: usize = 16_000;
 
 /// The result's text for the model, and whether the tool said it failed (`isError`).
 pub fn text_of(result: &CallToolResult) -> (String, bool) {
+    let mut images = 0;
     let mut parts: Vec<String> = result
         .content
         .iter()
         .map(|block| match block {
             ContentBlock::Text(t) => t.text.clone(),
-            ContentBlock::Image(i) => format!("[an image ({}) was left out]", i.mime_type),
+            ContentBlock::Image(i) => {
+                images += 1;
+                format!("[image {images} ({})]", cut_mime(&i.mime_type))
+            }
             ContentBlock::Audio(_) => "[audio was left out]".to_owned(),
             ContentBlock::Resource(_) => "[an embedded resource was left out]".to_owned(),
             ContentBlock::ResourceLink(r) => format!("[resource: {}]", r.uri),
@@ -30,6 +35,23 @@ pub fn text_of(result: &CallToolResult) -> (String, bool) {
         parts.insert(0, structured.to_string());
     }
     (cut(&parts.join("\n")), result.is_error == Some(true))
+}
+
+/// The result's images, in order, as `(mimetype, base64 data)`.
+pub fn images_of(result: &CallToolResult) -> Vec<(String, String)> {
+    result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image(i) => Some((cut_mime(&i.mime_type), i.data.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A media type as a server gave it, cut to a length worth quoting.
+fn cut_mime(mime: &str) -> String {
+    crate::blocks::cut(mime, 60)
 }
 
 /// `text`, or its first [`MAX_RESULT`] characters and a note of how much was left out.
@@ -65,7 +87,8 @@ mod tests {
             "content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}],
             "structuredContent": {"n": 1}
         }));
-        assert_eq!(text_of(&r).0, "{\"n\":1}\n[an image (image/png) was left out]");
+        assert_eq!(text_of(&r).0, "{\"n\":1}\n[image 1 (image/png)]");
+        assert_eq!(images_of(&r), [("image/png".to_owned(), "aGk=".to_owned())]);
     }
 
     #[test]

@@ -33,6 +33,14 @@ pub use listing::Bounds;
 pub use names::{MAX_NAME, exposed};
 pub use server::Listed;
 
+/// What a tool call gave: its text for the model, and its images (`(mimetype, base64)`),
+/// which the turn uploads and names in the text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Output {
+    pub text: String,
+    pub images: Vec<(String, String)>,
+}
+
 /// Why a call gave no result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
@@ -144,7 +152,7 @@ impl Mcp {
     }
 
     /// Calls `tool` of server `server` (an index from [`Mcp::servers`]).
-    pub async fn call(&self, server: usize, tool: &str, arguments: Value) -> Result<String, CallError> {
+    pub async fn call(&self, server: usize, tool: &str, arguments: Value) -> Result<Output, CallError> {
         let Some(s) = self.servers.get(server) else {
             return Err(CallError::Unavailable("no such MCP server".to_owned()));
         };
@@ -168,7 +176,11 @@ impl Mcp {
             }
             Ok(Ok(result)) => {
                 let (text, failed) = content::text_of(&result);
-                if failed { Err(CallError::Failed(text)) } else { Ok(text) }
+                if failed {
+                    Err(CallError::Failed(text))
+                } else {
+                    Ok(Output { text, images: content::images_of(&result) })
+                }
             }
             Ok(Err(ServiceError::McpError(e))) => Err(CallError::Failed(content::cut(&e.message))),
             Ok(Err(e)) => {

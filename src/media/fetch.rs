@@ -16,7 +16,7 @@ use crate::matrix;
 /// Fetches media for turns.
 #[derive(Debug, Clone)]
 pub struct Media {
-    matrix: matrix::Client,
+    pub(super) matrix: matrix::Client,
     pub limits: Limits,
 }
 

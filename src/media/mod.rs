@@ -11,12 +11,14 @@
 mod fetch;
 mod scale;
 mod text;
+mod upload;
 
 use serde_json::Value;
 
 pub use fetch::Media;
 pub use scale::scale;
 pub use text::{is_text_like, read_text};
+pub use upload::{Upload, UploadError, decode_data_url, valid_mimetype};
 
 /// `[media]`'s bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,10 @@ pub struct Limits {
     pub images_per_turn: usize,
     /// Bytes of a text file read at most.
     pub max_file_bytes: usize,
+    /// Bytes of one upload at most.
+    pub max_upload_bytes: usize,
+    /// Uploads per turn at most.
+    pub uploads_per_turn: usize,
 }
 
 /// Bytes of a picture fetched at most, before scaling (a phone photo is a few MB).
@@ -70,6 +76,12 @@ impl Kind {
 pub fn name(content: &Value) -> String {
     let name = content.get("filename").or_else(|| content.get("body")).and_then(Value::as_str).unwrap_or("unnamed");
     crate::blocks::cut(name.trim(), 120)
+}
+
+/// A media message's `mxc://` URL (`url`, or `file.url` when encrypted).
+pub fn url(content: &Value) -> Option<&str> {
+    let url = content.get("url").or_else(|| content.pointer("/file/url")).and_then(Value::as_str)?;
+    crate::matrix::parse_mxc(url).is_some().then_some(url)
 }
 
 /// A media message's caption: its `body` when a `filename` names the file apart.

@@ -43,6 +43,7 @@ mod rooms;
 mod sent;
 mod settings;
 mod turns;
+mod uploads;
 mod usage;
 
 use std::sync::{Arc, Mutex};
@@ -65,6 +66,7 @@ pub use retention::Pruned;
 pub use room_crypto::RoomEncryption;
 pub use sent::{NewSent, SentMessage};
 pub use turns::{Notice, TurnRecord, TurnRow};
+pub use uploads::{UploadKey, UploadRow};
 pub use usage::{BudgetKind, Budgets, DAY_MS, DayUse, Spent};
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");

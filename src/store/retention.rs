@@ -43,7 +43,7 @@ impl Store {
             .await?;
         // Finished turns started before the cut-off, and what hangs on them.
         let cutoff = self.first_at_or_after("SELECT MIN(id) AS n FROM turns WHERE started_at >= $1", before).await?;
-        for table in ["approvals", "outbox", "tool_starts", "tool_results", "turn_replies"] {
+        for table in ["approvals", "outbox", "tool_starts", "tool_results", "turn_replies", "uploads"] {
             let sql = format!(
                 "DELETE FROM {table} WHERE turn_id IN (SELECT id FROM turns WHERE id < $1 AND state = 'done' LIMIT $2)"
             );

@@ -127,6 +127,9 @@ pub enum ToolErrorCode {
     OutcomeUnknown,
     /// The model's reply reached its token limit while it wrote the call: never run.
     CutOff,
+    /// A payload's `mxc://` URL is neither the persona's upload nor media a member posted
+    /// in a room the asker is in.
+    MediaNotAllowed,
 }
 
 impl std::fmt::Display for ToolErrorCode {

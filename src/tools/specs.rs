@@ -113,7 +113,8 @@ fn send_description() -> String {
          Buttons: {{\"label\": \"Yes\", \"action\": {{\"type\": \"react\", \"key\": \"✅\"}}}} or \
          {{\"type\": \"send\", \"body\": \"...\"}}.\n\
          Numbers: integers, or decimal strings for fractions (\"62.99\", never 62.99): Matrix rejects floats. \
-         Times: ISO 8601 (\"2026-12-01T18:00:00Z\"). Images and files: mxc:// URLs.\n\
+         Times: ISO 8601 (\"2026-12-01T18:00:00Z\"). Images and files: mxc:// URLs you were given (a member's picture, a tool's image), or a data: URL \
+         (\"data:text/csv;base64,...\") of a file you made, which is uploaded for you.\n\
          Example call: {EXAMPLE_CALL}\n\
          Returns {{\"event_id\": \"$...\"}}, or {{\"error\", \"code\", \"path\"}} saying what to fix."
     )

@@ -19,8 +19,9 @@ use std::time::Duration;
 use ruma::{OwnedEventId, OwnedUserId};
 use serde_json::{Value, json};
 
-use super::runner::{Runner, Stop, outbox_error};
+use super::runner::Runner;
 use super::shown::{self, TooLong};
+use super::stop::{Stop, outbox_error};
 use crate::approval::{ALLOW_KEY, DENY_KEY};
 use crate::clock::now_ms;
 use crate::outbox::{Write, WriteId};

@@ -160,7 +160,9 @@ fn media_message(event: &StoredEvent, kind: Kind, part: Option<&Part>) -> Messag
     let name = media::name(content);
     let what = if kind == Kind::Image { "image" } else { "file" };
     let caption = media::caption(content).map(|c| format!(" {c}")).unwrap_or_default();
-    let head = format!("{} [{}]: [{what}: {name}]{caption}", event.sender, event.event_id);
+    // Its URL, so the model can show it again (a gallery, a card).
+    let url = media::url(content).map(|u| format!(" {u}")).unwrap_or_default();
+    let head = format!("{} [{}]: [{what}: {name}{url}]{caption}", event.sender, event.event_id);
     match part {
         Some(Part::Image { data_url, .. }) => Message::UserImages { text: head, images: vec![data_url.clone()] },
         Some(Part::Text(text)) => {

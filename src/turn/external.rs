@@ -5,6 +5,9 @@
 //! `tool_failed` (the tool said so), `tool_unavailable` (its server is down or slow) or
 //! `not_approved`.
 //!
+//! A tool's images are uploaded as the persona before the result is recorded, and the
+//! model reads their `mxc://` URLs in it (`uploads`).
+//!
 //! At most once: the call is recorded as started before it is made, and an approved
 //! call spends its approval then. A call found started with no result was cut off (a
 //! crash, a kill) and may or may not have acted: a gated one is asked for again (a new
@@ -14,7 +17,8 @@
 use serde_json::Value;
 
 use super::approve::{self, Decision};
-use super::runner::{Runner, Stop};
+use super::runner::Runner;
+use super::stop::Stop;
 use crate::mcp::CallError;
 use crate::tools::registry::Tool;
 use crate::tools::{ToolError, ToolErrorCode};
@@ -55,7 +59,7 @@ impl Runner<'_> {
         }
         let call = self.kit.mcp.call(server, name, args.clone());
         // Fenced: an instance that lost the room's lease makes no call (it would run twice).
-        let fence = || async { self.outbox.holds(self.turn).await.map_err(super::runner::outbox_error) };
+        let fence = || async { self.outbox.holds(self.turn).await.map_err(super::stop::outbox_error) };
         let result = if tool.needs_approval {
             let asked = approve::ask(self, tool, args, nth).await?;
             let spent = match asked.approval {
@@ -79,7 +83,13 @@ impl Runner<'_> {
             call.await
         };
         let content = match result {
-            Ok(text) => Ok(text),
+            Ok(out) if out.images.is_empty() => Ok(out.text),
+            Ok(out) => {
+                // Uploaded before the result is recorded: a turn cut off here finds the
+                // call started, never makes it again, and so never uploads again either.
+                let lines = self.upload_images(&out.images, nth).await?;
+                Ok(format!("{}\n{lines}", out.text))
+            }
             Err(CallError::Failed(why)) => Err(ToolError::new(ToolErrorCode::ToolFailed, why)),
             Err(CallError::Unavailable(why)) => Err(ToolError::new(ToolErrorCode::ToolUnavailable, why)),
         };

@@ -34,7 +34,9 @@ mod record;
 mod runner;
 mod scope;
 mod shown;
+mod stop;
 mod targets;
+mod uploads;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -184,6 +186,7 @@ impl Turns {
             mcp: self.toolbox.mcp(),
             approvals: &self.approvals,
             deadline: &deadline,
+            media: self.media.as_ref(),
         };
         let runner = runner::Runner::new(parts, kit, &scope, turn.id, self.limits);
         let (live_text, _) = tokio::sync::watch::channel(String::new());

@@ -1,7 +1,8 @@
 //! Runs the model's tool calls for one turn: parse the arguments, `plan` them, settle the
 //! target room (`targets`, the sandbox: the asker's rooms only, for sends and edits
 //! alike, and reply or thread targets of that room), check ownership for edits, count the
-//! turn's writes against its cap, render the content, and write through the outbox. Every
+//! turn's writes against its cap, upload what the payload carries as `data:` URLs
+//! (`uploads`), render the content, and write through the outbox. Every
 //! failure becomes a tool result `{"error", "code", "path"}` the model can act on, with a
 //! code that says whose fault it is: the call's, a limit's, the homeserver's (for good, or
 //! for now), or richbot's.
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::clock::Deadline;
 use super::live::Live;
+use super::stop::{Stop, outbox_error, render_error};
 use super::targets::{self, internal};
 use super::{Limits, Scope};
 use crate::agent::{Suspend, ToolCall, ToolRunner};
@@ -20,12 +22,12 @@ use crate::approval::Approvals;
 use crate::blocks::Rich;
 use crate::mcp::Mcp;
 use crate::metrics::Metrics;
-use crate::outbox::{self, Outbox, Write, WriteId};
+use crate::outbox::{Outbox, Write, WriteId};
 use crate::render::{self, Relation};
 use crate::store::Store;
 use crate::tools::Offered;
 use crate::tools::registry::Kind;
-use crate::tools::{RichCall, RoomTarget, ToolError, ToolErrorCode, plan};
+use crate::tools::{RichCall, RoomTarget, ToolError, ToolErrorCode};
 
 /// What a turn's tool calls reach beyond the store and the outbox.
 pub struct Kit<'a> {
@@ -36,6 +38,8 @@ pub struct Kit<'a> {
     pub approvals: &'a Approvals,
     /// Stopped while a call waits for the asker.
     pub deadline: &'a Deadline,
+    /// Uploads what the turn shows (none without it).
+    pub media: Option<&'a crate::media::Media>,
 }
 
 /// One turn's tool runner.
@@ -80,18 +84,6 @@ impl<'a> Runner<'a> {
     /// The id the turn's next write (its final answer) takes.
     pub fn next_write(&self) -> WriteId {
         WriteId { turn: self.turn, seq: self.seq.load(Ordering::Relaxed) }
-    }
-}
-
-/// Why a call did not complete: the model's to fix (a tool error), or not now (suspend).
-pub(super) enum Stop {
-    Tool(ToolError),
-    Suspend(String),
-}
-
-impl From<ToolError> for Stop {
-    fn from(e: ToolError) -> Self {
-        Stop::Tool(e)
     }
 }
 
@@ -170,7 +162,7 @@ impl Runner<'_> {
         let args = arguments(call)?;
         match self.kit.offered.get(&call.name).map(|t| (t, &t.kind)) {
             Some((tool, Kind::Mcp { server, tool: name })) => self.external(tool, (*server, name), &args, nth).await,
-            _ => self.execute(call, &args).await,
+            _ => self.execute(call, &args, nth).await,
         }
     }
 }
@@ -192,15 +184,20 @@ fn arguments(call: &ToolCall) -> Result<Value, ToolError> {
 }
 
 impl Runner<'_> {
-    async fn execute(&self, call: &ToolCall, args: &Value) -> Result<Value, Stop> {
-        let planned = plan(&call.name, args)?;
+    /// Counts a write against the turn's cap, or refuses it past the cap.
+    pub(super) fn count_write(&self) -> Result<(), ToolError> {
         let limit = self.limits.writes_per_turn;
-        if self.writes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| (w < limit).then_some(w + 1)).is_err() {
-            return Err(Stop::Tool(ToolError::new(
+        match self.writes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| (w < limit).then_some(w + 1)) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(ToolError::new(
                 ToolErrorCode::LimitReached,
                 format!("at most {limit} messages and edits per turn; finish with text"),
-            )));
+            )),
         }
+    }
+
+    async fn execute(&self, call: &ToolCall, args: &Value, nth: u32) -> Result<Value, Stop> {
+        let planned = self.plan_with_uploads(&call.name, args, nth).await?;
         let id = WriteId { turn: self.turn, seq: self.seq.fetch_add(1, Ordering::Relaxed) };
         let scope = self.scope;
         let key = self.limits.key;
@@ -270,31 +267,5 @@ impl Runner<'_> {
     async fn record_buttons(&self, room: &ruma::RoomId, event: &EventId, payload: &Rich) -> Result<(), ToolError> {
         let ids: Vec<String> = payload.buttons().into_iter().filter_map(|b| b.id).collect();
         self.store.record_buttons(room, &self.scope.persona, event, &ids).await.map_err(internal)
-    }
-}
-
-fn render_error(e: render::Error) -> ToolError {
-    match e {
-        render::Error::TooLarge(_) => ToolError::new(ToolErrorCode::TooLarge, e.to_string()),
-        render::Error::Numbers(b) => ToolError::at(ToolErrorCode::InvalidPayload, b.path.clone(), b.to_string()),
-    }
-}
-
-/// A write that did not land: refused for good goes back to the model; unreachable (or a
-/// database failure) suspends the turn, to be resumed from its record.
-pub(super) fn outbox_error(e: outbox::Error) -> Stop {
-    match e {
-        outbox::Error::NotOwner => Stop::Tool(ToolError::at(
-            ToolErrorCode::NotOwner,
-            "event_id",
-            "not a message you sent; you can only edit your own messages",
-        )),
-        outbox::Error::Refused(reason) => Stop::Tool(ToolError::new(
-            ToolErrorCode::SendFailed,
-            format!("the homeserver refused the message: {reason}"),
-        )),
-        outbox::Error::Mismatch(_) => Stop::Tool(internal(e)),
-        outbox::Error::Unavailable(reason) => Stop::Suspend(format!("the homeserver is unavailable: {reason}")),
-        outbox::Error::Store(e) => Stop::Suspend(format!("store: {e}")),
     }
 }

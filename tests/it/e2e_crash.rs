@@ -1,7 +1,7 @@
 //! Crash safety with the real binary: `richbot serve` is killed (SIGKILL) after the model's
 //! tool call was posted but before the turn was recorded done; after a restart the turn
 //! resumes from its record (the model is not asked again for what it already said) and
-//! the message is not posted twice.
+//! the message is not posted twice, nor is the file it carried uploaded twice.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -21,7 +21,10 @@ async fn a_turn_killed_after_posting_is_resumed_without_posting_twice() {
     env.bot.stop().await;
     let mut serve = spawn_serve(&env).await;
 
-    let args = json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": "21.5"}]}, "fallback": "Lisbon 21.5 °C"});
+    // With a file the model made: uploaded with the first post, and not again on resume.
+    let file = json!({"type": "file", "url": "data:text/csv,day%2Ctemp%0Amon%2C21", "name": "week.csv"});
+    let blocks = json!([{"type": "weather", "location": "Lisbon", "temp": "21.5"}, file]);
+    let args = json!({"payload": {"v": 1, "blocks": blocks}, "fallback": "Lisbon 21.5 °C, and week.csv"});
     env.llm.script([call("rich_send", args.clone()), Step::Hang]);
     env.alice.say(&room, "weather in Lisbon?").await;
     let posted = env.wait_messages(&room, BOT, 1).await;
@@ -46,6 +49,12 @@ async fn a_turn_killed_after_posting_is_resumed_without_posting_twice() {
         "the replayed send found the first post"
     );
     assert_eq!(env.alice.messages_from(&room, BOT).await.len(), 1, "posted once");
+    let store = env.store().await;
+    assert_eq!(store.uploads_in_turn(1).await.expect("uploads"), 1, "the file was uploaded once");
+    let payload = richbot::blocks::read_payload(&posted[0]["content"]).expect("blocks");
+    let url = payload["blocks"][1]["url"].as_str().expect("an mxc URL");
+    assert!(store.uploaded_by(&crate::support::user_id(BOT), url).await.expect("store"), "{url}");
+    assert_eq!(env.alice.download(url).await.0, b"day,temp\nmon,21");
     serve.start_kill().expect("kill");
     let _ = serve.wait().await;
 }

@@ -32,6 +32,11 @@ fn user_messages(env: &Env, n: usize) -> Vec<Value> {
     request["messages"].as_array().expect("messages").iter().filter(|m| m["role"] == "user").cloned().collect()
 }
 
+/// Whether `line` names a member's media as `[{what} mxc://localhost/...]` and ends `rest`.
+fn named(line: &str, what: &str, rest: &str) -> bool {
+    line.contains(&format!("[{what} mxc://localhost/")) && line.ends_with(rest)
+}
+
 #[tokio::test]
 async fn a_picture_reaches_the_model_scaled_down_and_a_text_files_text_as_data() {
     let env = Env::start().await;
@@ -44,7 +49,7 @@ async fn a_picture_reaches_the_model_scaled_down_and_a_text_files_text_as_data()
     let last = asked.last().expect("the question");
     let parts = last["content"].as_array().expect("text and image parts");
     let said = parts[0]["text"].as_str().expect("text");
-    assert!(said.ends_with("[image: screen.png] what is this?"), "{said}");
+    assert!(named(said, "image: screen.png", "] what is this?"), "{said}");
     let url = parts[1]["image_url"]["url"].as_str().expect("an image part");
     let data = url.strip_prefix("data:image/jpeg;base64,").expect("a JPEG data URL");
     let jpeg = base64::engine::general_purpose::STANDARD.decode(data).expect("base64");
@@ -58,15 +63,18 @@ async fn a_picture_reaches_the_model_scaled_down_and_a_text_files_text_as_data()
     let asked = user_messages(&env, 1);
     let file = asked.last().and_then(|m| m["content"].as_str()).expect("the file as text");
     assert!(
-        file.contains(&format!("[file: temps.csv]\n<file name=\"temps.csv\">\n{}\n</file>", csv.trim_end())),
+        file.contains("[file: temps.csv mxc://localhost/")
+            && file.contains(&format!("]\n<file name=\"temps.csv\">\n{}\n</file>", csv.trim_end())),
         "{file}"
     );
     // The picture is history now: named, not sent again.
     let earlier: Vec<&Value> = asked.iter().filter(|m| m["content"].is_array()).collect();
     assert!(earlier.is_empty(), "an older picture is not sent again: {asked:?}");
-    assert!(
-        asked.iter().any(|m| m["content"].as_str().is_some_and(|t| t.ends_with("[image: screen.png] what is this?")))
-    );
+    assert!(asked.iter().any(|m| m["content"].as_str().is_some_and(|t| named(
+        t,
+        "image: screen.png",
+        "] what is this?"
+    ))));
 }
 
 #[tokio::test]
@@ -82,7 +90,7 @@ async fn a_persona_whose_model_cannot_see_says_so_once_and_the_model_is_told_wha
     assert_eq!(notices, [richbot::strings::NO_VISION], "said once");
     let asked = user_messages(&env, 0);
     let line = asked.last().and_then(|m| m["content"].as_str()).expect("text only");
-    assert!(line.ends_with("[image: cat.png] (not shown to you: you cannot see pictures)"), "{line}");
+    assert!(named(line, "image: cat.png", "] (not shown to you: you cannot see pictures)"), "{line}");
     assert!(env.llm.requests().iter().all(|r| !r.to_string().contains("image_url")), "no image part is sent");
 }
 
@@ -106,7 +114,7 @@ async fn an_endpoint_that_refuses_pictures_is_asked_again_without_them_and_not_s
     assert!(requests[first_named..].iter().all(|r| !r.to_string().contains("image_url")));
     let asked = user_messages(&env, first_named);
     let line = asked.last().and_then(|m| m["content"].as_str()).expect("text only");
-    assert!(line.ends_with("[image: cat.png] (not shown to you: you cannot see pictures)"), "{line}");
+    assert!(named(line, "image: cat.png", "] (not shown to you: you cannot see pictures)"), "{line}");
     let notices = crate::support::notices(&env.alice.messages_from(&room, BOT).await);
     assert_eq!(notices, [richbot::strings::NO_VISION], "the member is told once, from the next picture on");
 }

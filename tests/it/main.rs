@@ -26,6 +26,7 @@ mod e2e_safety;
 mod e2e_shutdown;
 mod e2e_tools;
 mod e2e_turn;
+mod e2e_uploads;
 mod layout;
 mod leases;
 mod edge;

@@ -29,7 +29,7 @@ async fn tools_are_listed_and_called_and_failures_say_whose() {
     for name in ["echo", "fail", "slow", "delete", "die"] {
         assert!(tools.iter().any(|t| t == name), "{name} listed: {tools:?}");
     }
-    assert_eq!(mcp.call(0, "echo", json!({"text": "hi there"})).await, Ok("hi there".to_owned()));
+    assert_eq!(mcp.call(0, "echo", json!({"text": "hi there"})).await.map(|o| o.text), Ok("hi there".to_owned()));
     match mcp.call(0, "fail", json!({"why": "boom"})).await {
         Err(CallError::Failed(why)) => assert!(why.contains("failed on purpose: boom"), "{why}"),
         other => panic!("an isError result is the tool's failure: {other:?}"),
@@ -57,7 +57,7 @@ async fn a_server_that_dies_fails_its_calls_clearly_and_is_started_again() {
     }
     let restarted = eventually("the server is started again", Duration::from_secs(20), || {
         let mcp = mcp.clone();
-        async move { mcp.call(0, "echo", json!({"text": "back"})).await.ok() }
+        async move { mcp.call(0, "echo", json!({"text": "back"})).await.ok().map(|o| o.text) }
     })
     .await;
     assert_eq!(restarted, "back");
@@ -77,7 +77,7 @@ async fn tools_are_listed_again_when_the_server_says_they_changed() {
         async move { tools_of(&mcp, 0).contains(&"late".to_owned()).then_some(()) }
     })
     .await;
-    assert_eq!(mcp.call(0, "late", json!({"text": "new"})).await, Ok("new".to_owned()));
+    assert_eq!(mcp.call(0, "late", json!({"text": "new"})).await.map(|o| o.text), Ok("new".to_owned()));
     mcp.stop();
 }
 
@@ -89,7 +89,7 @@ async fn streamable_http_servers_are_called_too() {
     let toml = format!("[[mcp]]\nname = \"web\"\nurl = \"{}\"\n", server.url);
     let mcp = Mcp::start(&configs(&toml), &RESERVED).await.expect("start");
     assert!(tools_of(&mcp, 0).contains(&"echo".to_owned()));
-    assert_eq!(mcp.call(0, "echo", json!({"text": "over http"})).await, Ok("over http".to_owned()));
+    assert_eq!(mcp.call(0, "echo", json!({"text": "over http"})).await.map(|o| o.text), Ok("over http".to_owned()));
     mcp.stop();
 }
 

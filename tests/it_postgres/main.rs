@@ -45,6 +45,8 @@ mod e2e_shutdown;
 mod e2e_tools;
 #[path = "../it/e2e_turn.rs"]
 mod e2e_turn;
+#[path = "../it/e2e_uploads.rs"]
+mod e2e_uploads;
 #[path = "../it/edge.rs"]
 mod edge;
 #[path = "../it/leases.rs"]

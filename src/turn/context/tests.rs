@@ -166,22 +166,26 @@ fn members_pictures_and_files_are_given_whole_when_fetched_and_named_otherwise()
         (id("$e4"), Part::Unread("application/pdf files are not read".into())),
     ]);
     let msgs = build(&situation(&scope(None), 100_000), &history, &[], &parts);
-    assert_eq!(msgs[1], Message::User("@alice:x [$e1]: [image: old.jpg]".into()), "an older picture is named");
+    assert_eq!(
+        msgs[1],
+        Message::User("@alice:x [$e1]: [image: old.jpg mxc://x/y]".into()),
+        "an older picture is named"
+    );
     assert_eq!(
         msgs[2],
         Message::UserImages {
-            text: "@alice:x [$e2]: [image: cat.jpg] what is this?".into(),
+            text: "@alice:x [$e2]: [image: cat.jpg mxc://x/y] what is this?".into(),
             images: vec!["data:image/jpeg;base64,AA==".into()]
         }
     );
     assert_eq!(
         msgs[3],
-        Message::User("@alice:x [$e3]: [file: data.csv]\n<file name=\"data.csv\">\na,b\n1,2\n</file>".into())
+        Message::User("@alice:x [$e3]: [file: data.csv mxc://x/y]\n<file name=\"data.csv\">\na,b\n1,2\n</file>".into())
     );
     assert_eq!(
         msgs[4],
         Message::User(
-            "@alice:x [$e4]: [file: paper.pdf] (not shown to you: application/pdf files are not read)".into()
+            "@alice:x [$e4]: [file: paper.pdf mxc://x/y] (not shown to you: application/pdf files are not read)".into()
         )
     );
 }

@@ -173,6 +173,16 @@ impl User {
         v["content_uri"].as_str().unwrap_or_else(|| panic!("an mxc URL: {v}")).to_owned()
     }
 
+    /// The bytes of `mxc` and its `Content-Type`, fetched as this user (authenticated media).
+    pub async fn download(&self, mxc: &str) -> (Vec<u8>, String) {
+        let rest = mxc.strip_prefix("mxc://").unwrap_or_else(|| panic!("an mxc URL: {mxc}"));
+        let url = format!("{}/_matrix/client/v1/media/download/{rest}", self.hs);
+        let response = self.http.get(url).bearer_auth(&self.token).send().await.expect("download");
+        assert_eq!(response.status().as_u16(), 200, "download {mxc}");
+        let mime = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        (response.bytes().await.expect("media bytes").to_vec(), mime)
+    }
+
     pub async fn say(&self, room: &str, body: &str) -> String {
         self.send(room, "m.room.message", json!({"msgtype": "m.text", "body": body})).await
     }

@@ -1,0 +1,132 @@
+//! Uploading what a turn shows (an MCP tool's image, a payload's `data:` URL) to the
+//! media repository as its persona, exactly once: the homeserver reserves the `mxc://`
+//! URL first, the store records it under the call that asked (`UploadKey`), and only then
+//! are the bytes sent. A resumed turn finds the record and at most fills the same URL
+//! again. Bounded by `[media]`: bytes per upload, uploads per turn.
+
+use base64::Engine;
+use ruma::UserId;
+
+use super::Media;
+use crate::store::{Store, UploadKey};
+
+/// One picture or file to upload.
+#[derive(Debug, Clone, Copy)]
+pub struct Upload<'a> {
+    pub key: UploadKey,
+    pub bytes: &'a [u8],
+    pub mimetype: &'a str,
+    pub name: &'a str,
+}
+
+/// Why an upload did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UploadError {
+    #[error("{0} bytes; at most {1} bytes are uploaded")]
+    TooLarge(usize, usize),
+    #[error("at most {0} uploads per turn")]
+    TooMany(usize),
+    #[error("the homeserver refused the upload: {0}")]
+    Refused(String),
+    #[error("the homeserver is unavailable: {0}")]
+    Unavailable(String),
+    #[error("store: {0}")]
+    Store(String),
+}
+
+impl Media {
+    /// The `mxc://` URL of `upload`, made by `persona`: the one recorded for its key if
+    /// there is one (filled again if it never was), else a new one.
+    pub async fn upload(&self, store: &Store, persona: &UserId, upload: Upload<'_>) -> Result<String, UploadError> {
+        let stored = |e: crate::store::Error| UploadError::Store(e.to_string());
+        let (mxc, fill) = match store.upload(upload.key).await.map_err(stored)? {
+            Some(row) => (row.mxc, !row.uploaded),
+            None => {
+                let max = self.limits.max_upload_bytes;
+                if upload.bytes.len() > max {
+                    return Err(UploadError::TooLarge(upload.bytes.len(), max));
+                }
+                let per_turn = self.limits.uploads_per_turn;
+                if store.uploads_in_turn(upload.key.turn).await.map_err(stored)? >= per_turn as u64 {
+                    return Err(UploadError::TooMany(per_turn));
+                }
+                let mxc = self.matrix.create_mxc(persona).await.map_err(matrix_error)?;
+                let now = crate::clock::now_ms();
+                store.reserve_upload(upload.key, persona, &mxc, upload.bytes.len(), now).await.map_err(stored)?;
+                (mxc, true)
+            }
+        };
+        if fill {
+            let mimetype = if valid_mimetype(upload.mimetype) { upload.mimetype } else { "application/octet-stream" };
+            self.matrix.upload_to(&mxc, persona, (upload.bytes, mimetype, upload.name)).await.map_err(matrix_error)?;
+            store.upload_done(upload.key).await.map_err(stored)?;
+            tracing::info!(%persona, mxc, bytes = upload.bytes.len(), "uploaded");
+        }
+        Ok(mxc)
+    }
+}
+
+fn matrix_error(e: crate::matrix::Error) -> UploadError {
+    match e {
+        crate::matrix::Error::Unavailable(why) => UploadError::Unavailable(why),
+        other => UploadError::Refused(other.to_string()),
+    }
+}
+
+/// `type/subtype`, of token characters only (what a `Content-Type` header may carry).
+pub fn valid_mimetype(m: &str) -> bool {
+    let token = |s: &str| {
+        !s.is_empty() && s.len() <= 100 && s.chars().all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+    };
+    m.split_once('/').is_some_and(|(t, s)| token(t) && token(s))
+}
+
+/// The media type and bytes of a `data:` URL (`data:[type][;base64],data`; without
+/// `;base64` the data is percent-encoded text). `None` for anything else.
+pub fn decode_data_url(url: &str) -> Option<Result<(String, Vec<u8>), String>> {
+    let rest = url.strip_prefix("data:")?;
+    let Some((head, data)) = rest.split_once(',') else {
+        return Some(Err("a data: URL needs a comma before its data".into()));
+    };
+    let mut params = head.split(';');
+    let mimetype = params.next().filter(|m| !m.is_empty()).unwrap_or("text/plain").to_ascii_lowercase();
+    if !valid_mimetype(&mimetype) {
+        return Some(Err(format!("\"{}\" is not a media type", crate::blocks::cut(&mimetype, 40))));
+    }
+    let bytes = if params.any(|p| p.eq_ignore_ascii_case("base64")) {
+        let data: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        match base64::engine::general_purpose::STANDARD.decode(data.as_bytes()) {
+            Ok(b) => b,
+            Err(e) => return Some(Err(format!("its base64 does not decode ({e})"))),
+        }
+    } else {
+        percent_encoding::percent_decode_str(data).collect()
+    };
+    Some(Ok((mimetype, bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_urls_decode_base64_and_percent_encoded_text() {
+        let (m, b) = decode_data_url("data:image/png;base64,aGk=").unwrap().unwrap();
+        assert_eq!((m.as_str(), b.as_slice()), ("image/png", b"hi".as_slice()));
+        let (m, b) = decode_data_url("data:text/csv,a%2Cb%0A1%2C2").unwrap().unwrap();
+        assert_eq!((m.as_str(), b.as_slice()), ("text/csv", b"a,b\n1,2".as_slice()));
+        let (m, _) = decode_data_url("data:,x").unwrap().unwrap();
+        assert_eq!(m, "text/plain");
+        assert!(decode_data_url("mxc://a/b").is_none());
+        assert!(decode_data_url("data:image/png;base64").unwrap().is_err());
+        assert!(decode_data_url("data:image/png;base64,%%%").unwrap().is_err());
+        assert!(decode_data_url("data:ima ge/png,x").unwrap().is_err());
+    }
+
+    #[test]
+    fn only_token_media_types_are_sent_as_content_type() {
+        assert!(valid_mimetype("image/svg+xml"));
+        assert!(!valid_mimetype("image/png\r\nX-Evil: 1"));
+        assert!(!valid_mimetype("png"));
+    }
+}

@@ -1,0 +1,205 @@
+//! What a turn shows beyond text, on its way out: the `data:` URLs of a payload's media
+//! fields and an MCP tool's images are uploaded as the persona (`media::upload`, exactly
+//! once per call and index), and every `mxc://` URL a payload shows must be the persona's
+//! own upload or media a member posted in a room the asker is in: a model cannot show
+//! what the asker could not see, nor point at media it only guessed.
+
+use serde_json::Value;
+
+use super::runner::Runner;
+use super::stop::Stop;
+use super::targets::{self, internal};
+use crate::blocks::{index, join};
+use crate::media::{Upload, UploadError, decode_data_url};
+use crate::store::UploadKey;
+use crate::tools::{RichCall, ToolError, ToolErrorCode, plan};
+
+/// The keys of a block's fields that hold media URLs (`gallery`'s `images[].url`, `file`'s
+/// `url`, `card`'s `image`).
+const MEDIA_KEYS: [&str; 2] = ["url", "image"];
+
+/// One URL of a payload, with its JSON path.
+struct Found {
+    path: String,
+    /// The pointer to the object holding it, and its key.
+    at: (String, String),
+}
+
+/// The media URLs in `value` starting with `scheme`, in order.
+fn urls(value: &Value, scheme: &str) -> Vec<Found> {
+    fn walk(v: &Value, (path, pointer): (&str, &str), scheme: &str, out: &mut Vec<Found>) {
+        match v {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    let escaped = key.replace('~', "~0").replace('/', "~1");
+                    if MEDIA_KEYS.contains(&key.as_str()) && v.as_str().is_some_and(|s| s.starts_with(scheme)) {
+                        out.push(Found { path: join(path, key), at: (pointer.to_owned(), key.clone()) });
+                    } else {
+                        walk(v, (&join(path, key), &format!("{pointer}/{escaped}")), scheme, out);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, (&index(path, i), &format!("{pointer}/{i}")), scheme, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, ("payload", ""), scheme, &mut out);
+    out
+}
+
+/// A `data:` URL of a payload, decoded, waiting for its upload.
+pub(super) struct Pending {
+    found: Found,
+    mimetype: String,
+    bytes: Vec<u8>,
+    name: String,
+}
+
+/// Where an upload's URL stands until it is made: a well-formed `mxc://` URL, so the rest
+/// of the payload can be checked (and refused) before anything is uploaded.
+const PLACEHOLDER: &str = "mxc://upload.invalid/pending";
+
+/// `args` with a JSON-string payload parsed and each `data:` URL of its media fields
+/// decoded and replaced by [`PLACEHOLDER`]; and those uploads, in order.
+fn pending_uploads(args: &Value) -> Result<(Value, Vec<Pending>), ToolError> {
+    let mut args = args.clone();
+    let Some(payload) = args.get_mut("payload") else { return Ok((args, Vec::new())) };
+    if let Some(parsed) = payload.as_str().and_then(|s| serde_json::from_str::<Value>(s).ok()) {
+        *payload = parsed;
+    }
+    let mut pending = Vec::new();
+    for found in urls(payload, "data:") {
+        let Some(holder) = payload.pointer_mut(&found.at.0).and_then(Value::as_object_mut) else { continue };
+        let url = holder[&found.at.1].as_str().unwrap_or_default();
+        let (mimetype, bytes) = match decode_data_url(url) {
+            Some(Ok(decoded)) => decoded,
+            Some(Err(why)) => return Err(ToolError::at(ToolErrorCode::InvalidPayload, found.path, why)),
+            None => continue,
+        };
+        let name = holder.get("name").and_then(Value::as_str).unwrap_or("upload").to_owned();
+        holder.insert(found.at.1.clone(), Value::String(PLACEHOLDER.to_owned()));
+        pending.push(Pending { found, mimetype, bytes, name });
+    }
+    Ok((args, pending))
+}
+
+impl Runner<'_> {
+    /// Plans a `rich_send` / `rich_edit` call: checked whole, with stand-ins for its
+    /// uploads, and its media checked, before the write is counted and anything uploaded;
+    /// then planned again with the uploads' URLs.
+    pub(super) async fn plan_with_uploads(&self, name: &str, args: &Value, nth: u32) -> Result<RichCall, Stop> {
+        let (mut args, pending) = pending_uploads(args)?;
+        let planned = plan(name, &args)?;
+        let (RichCall::Send { payload, .. } | RichCall::Edit { payload, .. }) = &planned;
+        self.check_media(&payload.to_value()).await?;
+        self.count_write()?;
+        if pending.is_empty() {
+            return Ok(planned);
+        }
+        self.upload_pending(&mut args, pending, nth).await?;
+        Ok(plan(name, &args)?)
+    }
+
+    /// Uploads what [`pending_uploads`] found and puts each `mxc://` URL in its place (a
+    /// `file` block also gets its `size` and `mimetype`).
+    async fn upload_pending(&self, args: &mut Value, pending: Vec<Pending>, nth: u32) -> Result<(), Stop> {
+        for (idx, p) in (0u32..).zip(pending) {
+            let upload = Upload {
+                key: UploadKey { turn: self.turn, nth, idx },
+                bytes: &p.bytes,
+                mimetype: &p.mimetype,
+                name: &p.name,
+            };
+            let mxc = self.upload(upload, &p.found.path).await?;
+            let holder = args
+                .pointer_mut(&format!("/payload{}", p.found.at.0))
+                .and_then(Value::as_object_mut)
+                .ok_or_else(|| internal("lost a payload field"))?;
+            holder.insert(p.found.at.1.clone(), Value::String(mxc));
+            if holder.get("type").and_then(Value::as_str) == Some("file") {
+                holder.entry("size").or_insert(Value::from(p.bytes.len()));
+                holder.entry("mimetype").or_insert(Value::String(p.mimetype));
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads an MCP tool's images (`(mimetype, base64)`), and the lines the model reads
+    /// of them: each one's `mxc://` URL, or why it was not uploaded.
+    pub(super) async fn upload_images(&self, images: &[(String, String)], nth: u32) -> Result<String, Stop> {
+        use base64::Engine;
+        let mut lines = Vec::new();
+        for (idx, (n, (mimetype, data))) in (0u32..).zip(images.iter().enumerate()) {
+            let n = n + 1;
+            let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()) else {
+                lines.push(format!("[image {n}: not uploaded: its base64 does not decode]"));
+                continue;
+            };
+            let ext = mimetype.rsplit('/').next().unwrap_or("bin");
+            let name = format!("image-{n}.{ext}");
+            let upload = Upload { key: UploadKey { turn: self.turn, nth, idx }, bytes: &bytes, mimetype, name: &name };
+            match self.upload(upload, "").await {
+                Ok(mxc) => lines.push(format!(
+                    "[image {n} ({mimetype}, {} bytes) is uploaded as {mxc}: show it with a gallery, a card's image or a file block]",
+                    bytes.len()
+                )),
+                Err(Stop::Tool(e)) => lines.push(format!("[image {n}: not uploaded: {}]", e.error)),
+                Err(stop) => return Err(stop),
+            }
+        }
+        Ok(lines.join("\n"))
+    }
+
+    async fn upload(&self, upload: Upload<'_>, path: &str) -> Result<String, Stop> {
+        let Some(media) = self.kit.media else {
+            return Err(Stop::Tool(ToolError::new(ToolErrorCode::SendFailed, "uploads are not available here")));
+        };
+        let at = |code, why: String| {
+            Stop::Tool(if path.is_empty() { ToolError::new(code, why) } else { ToolError::at(code, path, why) })
+        };
+        match media.upload(self.store, &self.scope.persona, upload).await {
+            Ok(mxc) => Ok(mxc),
+            Err(e @ UploadError::TooLarge(..)) => Err(at(ToolErrorCode::TooLarge, e.to_string())),
+            Err(e @ UploadError::TooMany(_)) => Err(at(ToolErrorCode::LimitReached, e.to_string())),
+            Err(e @ UploadError::Refused(_)) => Err(at(ToolErrorCode::SendFailed, e.to_string())),
+            Err(e @ (UploadError::Unavailable(_) | UploadError::Store(_))) => Err(Stop::Suspend(e.to_string())),
+        }
+    }
+
+    /// Refuses a payload showing an `mxc://` URL that is neither this persona's upload nor
+    /// media a member posted in a room the asker is in ([`PLACEHOLDER`]s are uploads to be).
+    async fn check_media(&self, payload: &Value) -> Result<(), Stop> {
+        let scope = self.scope;
+        for found in urls(payload, "mxc://") {
+            let holder = payload.pointer(&found.at.0).unwrap_or(&Value::Null);
+            let mxc = holder[&found.at.1].as_str().unwrap_or_default();
+            if mxc == PLACEHOLDER || self.store.uploaded_by(&scope.persona, mxc).await.map_err(internal)? {
+                continue;
+            }
+            let mut seen = false;
+            for room in self.store.rooms_posting_media(mxc).await.map_err(internal)? {
+                if targets::joined(self.store, &room, &scope.asker).await? {
+                    seen = true;
+                    break;
+                }
+            }
+            if !seen {
+                return Err(Stop::Tool(ToolError::at(
+                    ToolErrorCode::MediaNotAllowed,
+                    found.path,
+                    format!(
+                        "{} is not media you uploaded or that was posted in a room {} is in; use an mxc:// URL you were given, or a data: URL",
+                        crate::blocks::cut(mxc, 80),
+                        scope.asker
+                    ),
+                )));
+            }
+        }
+        Ok(())
+    }
+}
