@@ -73,6 +73,7 @@
 //!     stored before the transaction is answered. A room is judged encrypted by its state.
 
 // Commands and set-up.
+mod registrar;
 pub mod check;
 pub mod init;
 pub mod migrate;
@@ -94,6 +95,7 @@ pub mod tools;
 pub mod budget;
 pub mod mcp;
 pub mod agent;
+pub mod polls;
 pub mod outbox;
 pub mod crypto;
 pub mod queue;
@@ -120,11 +122,6 @@ use crate::config::Settings;
 use crate::parts::Parts;
 
 pub use parts::Error;
-
-/// How long `serve` waits for its probe to come back before it takes the homeserver to
-/// lack what encryption needs (generous: a loaded homeserver is slow, and a wrong "no"
-/// turns encrypted rooms off until the next start; a working one answers in milliseconds).
-const PROBE_WAIT: Duration = Duration::from_secs(30);
 
 /// Runs the appservice on `listener` until `shutdown` resolves.
 pub async fn run(
@@ -179,6 +176,8 @@ pub async fn run(
     };
     let outbox = outbox.with_crypto(crypto.clone());
     let (agent_outbox, agent_matrix) = (outbox.clone(), matrix.clone());
+    let closer = polls::Closer::default();
+    let poll_closer = tokio::spawn(closer.clone().run(store.clone(), outbox.clone()));
     let budget = parts::budget(&settings);
     let turns = turn::Turns::new(
         store.clone(),
@@ -191,7 +190,8 @@ pub async fn run(
     )
     .with_tools(toolbox, approvals.clone())
     .with_models(models)
-    .with_media(media::Media::new(matrix.clone(), settings.config.media.limits()));
+    .with_media(media::Media::new(matrix.clone(), settings.config.media.limits()))
+    .with_polls(closer);
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let mut rooms =
@@ -208,46 +208,8 @@ pub async fn run(
     let state = appservice::AppState::with_limit(&settings.registration.hs_token, inbox, personas.clone(), concurrent);
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
 
-    // Personas are registered in the background: a homeserver that is still starting must
-    // not keep the appservice from answering its transactions. Then one ping: a homeserver
-    // that queued transactions while richbot was down (and backs off between retries)
-    // sends them at once.
-    let registration = settings.config.appservice.registration.clone();
-    let (pinger, appservice_id) = (matrix_for_ping, settings.registration.id.clone());
-    let ping_settings = settings.clone();
-    let devices = crypto.clone();
-    let registrar = tokio::spawn(async move {
-        let mut wait = Duration::from_secs(1);
-        loop {
-            match personas.register_all().await {
-                Ok(()) => {
-                    match pinger.ping(&appservice_id, "richbot-start").await {
-                        Ok(ms) => tracing::debug!(ms, "the homeserver reached richbot; queued transactions follow"),
-                        // Said once, with the fix: a homeserver that cannot reach richbot
-                        // never delivers anything, and nothing else would say so.
-                        Err(e) => tracing::warn!(
-                            fix = %check::ping_failure(&ping_settings, &e),
-                            "the homeserver could not reach richbot at start"
-                        ),
-                    }
-                    break;
-                }
-                Err(personas::Error::Matrix(e)) if e.errcode() == Some("M_UNKNOWN_TOKEN") => tracing::error!(
-                    error = %e,
-                    registration = %registration.display(),
-                    "the homeserver does not know this registration: add it to the homeserver's \
-                     app_service_config_files and restart the homeserver; retrying"
-                ),
-                Err(e) => tracing::warn!(error = %e, "could not register the personas yet; retrying"),
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(60));
-        }
-        // Then the personas' devices (a persona must be registered to have one).
-        if let Some(crypto) = devices {
-            futures::FutureExt::boxed(crypto.start(PROBE_WAIT)).await;
-        }
-    });
+    let registrar =
+        tokio::spawn(registrar::register(personas.clone(), matrix_for_ping, settings.clone(), crypto.clone()));
     let pump = crypto.map(|c| tokio::spawn(c.run()));
     let keep = Duration::from_secs(bot.history_days.saturating_mul(86_400));
     let pruner = tokio::spawn(store.clone().keep_pruning(keep));
@@ -280,9 +242,10 @@ pub async fn run(
     };
     let cap = appservice::connection_cap(settings.config.appservice.max_connections);
     let served = appservice::serve(listener, app, cap, graceful).await;
-    scheduler.abort();
-    registrar.abort();
-    pruner.abort();
+    for task in [scheduler.abort_handle(), registrar.abort_handle(), pruner.abort_handle(), poll_closer.abort_handle()]
+    {
+        task.abort();
+    }
     if let Some(p) = pump {
         p.abort();
     }

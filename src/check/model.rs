@@ -57,13 +57,14 @@ async fn ask(settings: &Settings, persona: &Persona, llm: &agent::Llm) -> Line {
         display_name: &persona.display_name,
         system_prompt: &persona.system_prompt,
         tools_line: tools::prompt_line(),
+        polls: "",
         now_ms: crate::clock::now_ms(),
         budget: settings.config.bot.history_chars,
     };
     let mut messages = context::build(&situation, &[], &[], &context::Parts::new());
     messages.push(Message::User(QUESTION.to_owned()));
     let rooms = tools::RoomChoices { in_dm: true, shared: Vec::new() };
-    let specs = tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms);
+    let specs = [tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms), tools::poll_specs()].concat();
     let (live, _) = tokio::sync::watch::channel(String::new());
     let started = Instant::now();
     let answer = llm.complete(&messages, &specs, &live).await;

@@ -3,6 +3,9 @@
 
 use ruma::{RoomId, UserId};
 
+/// Where poll ends' write numbers start, below zero (agent clients' calls are above it).
+pub const POLL_BASE: i64 = 1 << 40;
+
 /// The n-th write (`seq`) of a turn: what its transaction id is derived from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteId {
@@ -17,9 +20,16 @@ impl WriteId {
         Self { turn: -request, seq: 0 }
     }
 
+    /// The end of poll `poll` (its row): numbered below every agent client's call, and
+    /// the same whichever turn or timer ends it, so it is sent once.
+    pub fn poll_end(poll: i64) -> Self {
+        Self { turn: -(POLL_BASE + poll), seq: 0 }
+    }
+
     /// Its transaction id on this `instance`.
     pub(super) fn txn_id(&self, instance: &str) -> String {
         match self.turn {
+            t if t <= -POLL_BASE => format!("rb.{instance}.p{}.{}", -t - POLL_BASE, self.seq),
             t if t < 0 => format!("rb.{instance}.a{}.{}", -t, self.seq),
             t => format!("rb.{instance}.{t}.{}", self.seq),
         }

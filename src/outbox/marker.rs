@@ -46,7 +46,8 @@ pub(super) async fn find(
     txn: &str,
     since: i64,
 ) -> Result<Option<Landed>, Error> {
-    let types = ["m.room.message", "m.room.encrypted"];
+    // A poll's start and end are writes too (`polls`).
+    let types = ["m.room.message", "m.room.encrypted", "org.matrix.msc3381.poll.start", "org.matrix.msc3381.poll.end"];
     let filter = serde_json::json!({"senders": [persona], "types": types, "lazy_load_members": true});
     let mut from: Option<String> = None;
     for _ in 0..MAX_PAGES {

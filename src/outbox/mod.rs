@@ -46,6 +46,9 @@ pub use marker::MARKER;
 use marker::content_hash;
 pub use typing::Typing;
 
+/// The event type of a message, which most writes are.
+const MESSAGE: &str = "m.room.message";
+
 /// A write that did not land.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -176,7 +179,7 @@ impl Outbox {
         content: &Value,
         thread_root: Option<&EventId>,
     ) -> Result<OwnedEventId, Error> {
-        self.send_as(w, "send", content, thread_root).await.map(|(id, _)| id)
+        self.send_as(w, "send", (MESSAGE, content), thread_root).await.map(|(id, _)| id)
     }
 
     /// Sends the first form of a live message (a streamed answer): its content may differ
@@ -188,21 +191,26 @@ impl Outbox {
         content: &Value,
         thread_root: Option<&EventId>,
     ) -> Result<(OwnedEventId, bool), Error> {
-        self.send_as(w, "live", content, thread_root).await
+        self.send_as(w, "live", (MESSAGE, content), thread_root).await
+    }
+
+    /// Sends an event of another type than a message (a poll's start or end), once.
+    pub async fn send_event(&self, w: &Write<'_>, event_type: &str, content: &Value) -> Result<OwnedEventId, Error> {
+        self.send_as(w, event_type, (event_type, content), None).await.map(|(id, _)| id)
     }
 
     async fn send_as(
         &self,
         w: &Write<'_>,
         kind: &str,
-        content: &Value,
+        (event_type, content): (&str, &Value),
         thread_root: Option<&EventId>,
     ) -> Result<(OwnedEventId, bool), Error> {
         let (txn, done, sealed) = self.claim(w, kind, content).await?;
         let fresh = done.is_none() && sealed.is_none();
         let (id, landed_content) = match done {
             Some(Landed { id, content: found }) => (id, found),
-            None => self.put(&txn, w, content, sealed).await?,
+            None => self.put(&txn, w, (event_type, content), sealed).await?,
         };
         let now = now_ms();
         self.store
@@ -256,7 +264,7 @@ impl Outbox {
         if waited > 0 {
             tokio::time::sleep(Duration::from_millis(waited)).await;
         }
-        let (id, _) = self.put(&txn, w, content, sealed).await?;
+        let (id, _) = self.put(&txn, w, (MESSAGE, content), sealed).await?;
         let done_at = now_ms();
         let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
         self.store.edit_landed(original, &new_content, done_at, self.interval_ms).await?;

@@ -28,7 +28,7 @@ impl Outbox {
         &self,
         txn: &str,
         w: &Write<'_>,
-        content: &Value,
+        (event_type, content): (&str, &Value),
         sealed: Option<(String, String)>,
     ) -> Result<(OwnedEventId, Option<Value>), Error> {
         let mut content = content.clone();
@@ -40,12 +40,12 @@ impl Outbox {
             }
             None => match self.sealer(w).await? {
                 Some(crypto) => {
-                    let sealing_it = crypto.encrypt(w.persona, w.room, "m.room.message", &content);
+                    let sealing_it = crypto.encrypt(w.persona, w.room, event_type, &content);
                     let sealed = sealing_it.boxed().await.map_err(sealing)?;
                     self.store.outbox_seal(txn, &sealed.to_string(), &content.to_string()).await?;
                     ("m.room.encrypted", sealed, None)
                 }
-                None => ("m.room.message", content, None),
+                None => (event_type, content, None),
             },
         };
         self.store.outbox_attempt(txn).await?;

@@ -74,6 +74,8 @@ impl Store {
             )
             .await?;
         sqlx::query("DELETE FROM budget_notices WHERE until < $1").bind(now).execute(&self.writer).await?;
+        // Polls that ended before the cut-off (their votes are pruned with the events).
+        sqlx::query("DELETE FROM polls WHERE ended_at < $1").bind(before).execute(&self.writer).await?;
         Ok(pruned)
     }
 

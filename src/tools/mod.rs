@@ -9,6 +9,7 @@
 //! edit a message or post in a room is decided later, by the turn, against the store.
 
 mod plan;
+mod poll;
 pub mod registry;
 mod specs;
 
@@ -18,6 +19,7 @@ use serde::Serialize;
 use crate::blocks::Rich;
 
 pub use plan::{MAX_FALLBACK, plan};
+pub use poll::{PollCall, RICH_POLL, RICH_POLL_END, plan_poll, poll_specs};
 pub use registry::{Offered, Toolbox};
 pub use specs::{EXAMPLE_CALL, RoomChoices, prompt_line, tool_specs};
 

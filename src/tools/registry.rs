@@ -2,8 +2,8 @@
 //! flags the loop and the runner obey: `needs_approval` (the asker is asked first) and
 //! `concurrent` (safe to run alongside the other calls of a reply; default false).
 //!
-//! `rich_send` and `rich_edit` are two entries like any other (not approved, not
-//! concurrent: their writes are ordered and paced). MCP tools come from `crate::mcp`,
+//! `rich_send`, `rich_edit`, `rich_poll` and `rich_poll_end` are entries like any other
+//! (not approved, not concurrent: their writes are ordered and paced). MCP tools come from `crate::mcp`,
 //! filtered per turn by who asks where: a persona offers the servers in its `tools`
 //! (all by default), and a server's `users` and `rooms` patterns admit the asker and room.
 //! A call to a name the turn was not offered is an unknown tool, whatever the server has.
@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use ruma::{RoomId, UserId};
 
-use super::{RICH_EDIT, RICH_SEND};
+use super::{RICH_EDIT, RICH_POLL, RICH_POLL_END, RICH_SEND};
 use crate::agent::ToolSpec;
 use crate::mcp::Mcp;
 use regex::Regex;
 
 /// The names the rich tools take, which no MCP tool may take.
-pub const RESERVED: [&str; 2] = [RICH_SEND, RICH_EDIT];
+pub const RESERVED: [&str; 4] = [RICH_SEND, RICH_EDIT, RICH_POLL, RICH_POLL_END];
 
 /// Longest tool description offered (a server's own words, which cost prompt tokens).
 const MAX_DESCRIPTION: usize = 1024;
@@ -26,7 +26,7 @@ const MAX_DESCRIPTION: usize = 1024;
 /// Where a tool's calls go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
-    /// `rich_send` / `rich_edit`: planned, sandboxed and sent by the turn.
+    /// The rich tools: planned, sandboxed and sent by the turn.
     Rich,
     /// A tool of MCP server number `server`, as the server names it.
     Mcp { server: usize, tool: String },

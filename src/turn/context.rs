@@ -32,6 +32,8 @@ pub struct Situation<'a> {
     pub display_name: &'a str,
     pub system_prompt: &'a str,
     pub tools_line: &'a str,
+    /// The persona's recent polls in the room, with their votes (`polls::note`).
+    pub polls: &'a str,
     pub now_ms: i64,
     /// Characters of history at most.
     pub budget: usize,
@@ -72,6 +74,7 @@ pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Press], part
         rfc3339(s.now_ms),
         scope.thread.as_ref().map(|r| format!(" This conversation is the thread rooted at {r}.")).unwrap_or_default(),
     );
+    let system = if s.polls.is_empty() { system } else { format!("{system}\n\n{}", s.polls) };
     let edits = latest_edits(history);
     let mut lines: Vec<Message> = Vec::new();
     let mut used = 0;

@@ -52,8 +52,10 @@ impl Turns {
         if pictures && !sees {
             self.say_no_vision(turn, scope).await?;
         }
+        let polls = self.polls_note(scope).await?;
         let situation = context::Situation {
             scope,
+            polls: &polls,
             display_name: &persona.display_name,
             system_prompt: &persona.system_prompt,
             tools_line: prompt_line(),

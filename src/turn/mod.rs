@@ -30,6 +30,7 @@ mod external;
 mod live;
 mod notices;
 mod outcome;
+mod polls;
 mod record;
 mod runner;
 mod scope;
@@ -55,7 +56,7 @@ use crate::personas::Personas;
 use crate::store::{self, Notice, Store, StoredEvent, TurnRecord, TurnRow};
 use crate::strings;
 use crate::tools::registry::For;
-use crate::tools::{Toolbox, tool_specs};
+use crate::tools::{Toolbox, poll_specs, tool_specs};
 
 /// The write number of a notice-only turn's notice: apart from any write the turn made
 /// before it became one (an undelivered answer).
@@ -111,6 +112,8 @@ pub struct Turns {
     models: HashMap<OwnedUserId, Llm>,
     /// Fetches members' pictures and files (`with_media`).
     media: Option<crate::media::Media>,
+    /// Ends polls at their time (`with_polls`).
+    polls: Option<crate::polls::Closer>,
 }
 
 impl Turns {
@@ -125,7 +128,8 @@ impl Turns {
     ) -> Self {
         let approvals = Approvals::new(store.clone());
         let (toolbox, models) = (Toolbox::default(), HashMap::new());
-        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox, approvals, models, media: None }
+        let (media, polls) = (None, None);
+        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox, approvals, models, media, polls }
     }
 
     /// Gives these personas their own LLM endpoint (`[[personas]]` `model`, `base_url`, ...).
@@ -170,7 +174,8 @@ impl Turns {
         let messages = self.conversation((turn.id, &scope), persona, events, presses).await?;
         let choices = targets::choices(&self.store, &scope).await?;
         let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
-        let offered = self.toolbox.offer(tool_specs(&choices, self.outbox.interval_ms()), who);
+        let rich = [tool_specs(&choices, self.outbox.interval_ms()), poll_specs()].concat();
+        let offered = self.toolbox.offer(rich, who);
         let tools = offered.specs();
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
@@ -187,6 +192,7 @@ impl Turns {
             approvals: &self.approvals,
             deadline: &deadline,
             media: self.media.as_ref(),
+            polls: self.polls.as_ref(),
         };
         let runner = runner::Runner::new(parts, kit, &scope, turn.id, self.limits);
         let (live_text, _) = tokio::sync::watch::channel(String::new());

@@ -27,7 +27,7 @@ use crate::render::{self, Relation};
 use crate::store::Store;
 use crate::tools::Offered;
 use crate::tools::registry::Kind;
-use crate::tools::{RichCall, RoomTarget, ToolError, ToolErrorCode};
+use crate::tools::{RICH_POLL, RICH_POLL_END, RichCall, RoomTarget, ToolError, ToolErrorCode};
 
 /// What a turn's tool calls reach beyond the store and the outbox.
 pub struct Kit<'a> {
@@ -40,6 +40,8 @@ pub struct Kit<'a> {
     pub deadline: &'a Deadline,
     /// Uploads what the turn shows (none without it).
     pub media: Option<&'a crate::media::Media>,
+    /// Told when a poll with an end is started.
+    pub polls: Option<&'a crate::polls::Closer>,
 }
 
 /// One turn's tool runner.
@@ -79,6 +81,11 @@ impl<'a> Runner<'a> {
             writes: AtomicU32::new(0),
             declined: AtomicBool::new(false),
         }
+    }
+
+    /// The id of a write made now (the next takes the one after).
+    pub(super) fn take_write(&self) -> WriteId {
+        WriteId { turn: self.turn, seq: self.seq.fetch_add(1, Ordering::Relaxed) }
     }
 
     /// The id the turn's next write (its final answer) takes.
@@ -162,6 +169,7 @@ impl Runner<'_> {
         let args = arguments(call)?;
         match self.kit.offered.get(&call.name).map(|t| (t, &t.kind)) {
             Some((tool, Kind::Mcp { server, tool: name })) => self.external(tool, (*server, name), &args, nth).await,
+            _ if [RICH_POLL, RICH_POLL_END].contains(&call.name.as_str()) => self.poll(&call.name, &args).await,
             _ => self.execute(call, &args, nth).await,
         }
     }
@@ -198,7 +206,7 @@ impl Runner<'_> {
 
     async fn execute(&self, call: &ToolCall, args: &Value, nth: u32) -> Result<Value, Stop> {
         let planned = self.plan_with_uploads(&call.name, args, nth).await?;
-        let id = WriteId { turn: self.turn, seq: self.seq.fetch_add(1, Ordering::Relaxed) };
+        let id = self.take_write();
         let scope = self.scope;
         let key = self.limits.key;
         match planned {
@@ -223,7 +231,11 @@ impl Runner<'_> {
             RichCall::Edit { event_id, payload, fallback, room } => {
                 let sent = self.store.sent_message(&event_id).await.map_err(internal)?;
                 // richbot's own notices (limits, approvals) are not the model's to edit.
-                let notice = |m: &crate::store::SentMessage| m.content.get("msgtype").is_some_and(|t| t == "m.notice");
+                // Nor are polls, which are not messages.
+                let notice = |m: &crate::store::SentMessage| {
+                    m.content.get("msgtype").is_some_and(|t| t == "m.notice")
+                        || m.content.get(crate::polls::START).is_some()
+                };
                 let sent = sent.filter(|m| m.sender == scope.persona && !notice(m)).ok_or_else(|| {
                     ToolError::at(
                         ToolErrorCode::NotOwner,

@@ -35,6 +35,8 @@ mod e2e_media;
 mod e2e_model_output;
 #[path = "../it/e2e_models.rs"]
 mod e2e_models;
+#[path = "../it/e2e_polls.rs"]
+mod e2e_polls;
 #[path = "../it/e2e_rooms.rs"]
 mod e2e_rooms;
 #[path = "../it/e2e_safety.rs"]

@@ -36,6 +36,7 @@ fn situation(scope: &Scope, budget: usize) -> Situation<'_> {
         display_name: "Bot",
         system_prompt: "Be kind.",
         tools_line: "TOOLS",
+        polls: "",
         now_ms: 1_795_979_710_219,
         budget,
     }

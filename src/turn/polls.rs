@@ -1,0 +1,87 @@
+//! Polls in a turn: `rich_poll` posts one in the turn's room (its votes are that room's),
+//! `rich_poll_end` ends one the persona started there, and the persona's recent polls in
+//! the room, with their tallies, are part of what the model is told (`note`).
+
+use serde_json::{Value, json};
+
+use super::runner::Runner;
+use super::stop::{Stop, outbox_error};
+use super::targets::internal;
+use super::{Error, Scope, Turns};
+use crate::clock::now_ms;
+use crate::outbox::Write;
+use crate::polls::{self, Closer};
+use crate::store::NewPoll;
+use crate::tools::{PollCall, ToolError, ToolErrorCode, plan_poll};
+
+/// Polls shown to the model at most, and how long an ended one is still shown.
+const SHOWN: i64 = 3;
+const SHOWN_AFTER_END_MS: i64 = 7 * 86_400_000;
+
+impl Turns {
+    /// Ends polls at their `end_after_secs` through `closer` (woken when one is started).
+    pub fn with_polls(self, closer: Closer) -> Self {
+        Self { polls: Some(closer), ..self }
+    }
+
+    /// What the model is told of the persona's recent polls in the room (empty: none).
+    pub(super) async fn polls_note(&self, scope: &Scope) -> Result<String, Error> {
+        let since = now_ms() - SHOWN_AFTER_END_MS;
+        let mut shown = Vec::new();
+        for poll in self.store.room_polls(&scope.room, &scope.persona, since, SHOWN).await? {
+            let tally = polls::count(&self.store, &poll).await?;
+            shown.push((poll, tally));
+        }
+        Ok(polls::note(&shown))
+    }
+}
+
+impl Runner<'_> {
+    /// Runs a `rich_poll` or `rich_poll_end` call.
+    pub(super) async fn poll(&self, name: &str, args: &Value) -> Result<Value, Stop> {
+        let scope = self.scope;
+        match plan_poll(name, args)? {
+            PollCall::Start { question, answers, disclosed, end_after_secs } => {
+                self.count_write()?;
+                let content = polls::start_content(&question, &answers, disclosed);
+                let write = Write { id: self.take_write(), room: &scope.room, persona: &scope.persona };
+                let event_id = self.outbox.send_event(&write, polls::START, &content).await.map_err(outbox_error)?;
+                let now = now_ms();
+                let end_at = end_after_secs.map(|s| now + i64::try_from(s).unwrap_or(0) * 1000);
+                let poll = NewPoll {
+                    event_id: &event_id,
+                    room_id: &scope.room,
+                    persona: &scope.persona,
+                    question: &question,
+                    answers: &answers,
+                    disclosed,
+                    created_at: now,
+                    end_at,
+                };
+                self.store.record_poll(&poll).await.map_err(|e| Stop::Suspend(format!("store: {e}")))?;
+                if let (Some(closer), Some(_)) = (self.kit.polls, end_at) {
+                    closer.started();
+                }
+                Ok(json!({"event_id": event_id}))
+            }
+            PollCall::End { poll } => {
+                let row = self.store.poll(&poll).await.map_err(internal)?;
+                let Some(row) = row.filter(|p| p.persona == scope.persona && p.room_id == scope.room) else {
+                    return Err(Stop::Tool(ToolError::at(
+                        ToolErrorCode::NotOwner,
+                        "poll",
+                        format!("{poll} is not a poll you started in this chat"),
+                    )));
+                };
+                if row.ended_at.is_some() {
+                    let tally = polls::count(self.store, &row).await.map_err(internal)?;
+                    return Ok(json!({"poll": poll, "already_ended": true, "result": tally.result()}));
+                }
+                self.count_write()?;
+                let ended = polls::end(self.store, self.outbox, &row).await.map_err(outbox_error)?;
+                let tally = polls::count(self.store, &row).await.map_err(internal)?;
+                Ok(json!({"event_id": ended, "poll": poll, "result": tally.result()}))
+            }
+        }
+    }
+}

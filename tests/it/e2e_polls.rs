@@ -1,0 +1,126 @@
+//! Polls against the real Synapse: the persona starts two (MSC3381, with text fallbacks),
+//! two members vote (one changes her mind), the next turn's prompt holds the tally, the
+//! persona ends one when asked (and may neither end a poll that is not its own nor edit
+//! one as a message), and the
+//! other ends by itself at its `end_after_secs`. Waits about a minute for that end.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::llm::{Step, text};
+use crate::support::{BOT, Env, eventually};
+
+const START: &str = "org.matrix.msc3381.poll.start";
+const END: &str = "org.matrix.msc3381.poll.end";
+
+fn calls(list: &[(&str, Value)]) -> Step {
+    Step::Calls(list.iter().map(|(n, a)| ((*n).to_owned(), a.to_string())).collect())
+}
+
+/// The poll id the system prompt lists for `question`.
+fn listed(request: &Value, question: &str) -> Option<String> {
+    let system = request["messages"][0]["content"].as_str()?;
+    let line = system.lines().find(|l| l.starts_with("- $") && l.contains(&format!("{question:?}")))?;
+    Some(line[2..].split_whitespace().next()?.to_owned())
+}
+
+fn vote(poll: &str, answer: &str) -> Value {
+    json!({"m.relates_to": {"rel_type": "m.reference", "event_id": poll}, "org.matrix.msc3381.poll.response": {"answers": [answer]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_due() {
+    let env = Env::start().await;
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.bob.join(&room).await;
+    env.wait_joined(&room, BOT).await;
+    env.llm.respond_with(move |request| {
+        let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        let said = last["content"].as_str().unwrap_or_default();
+        if last["role"] == "user" && said.contains("start the polls") {
+            let lunch = json!({"question": "Lunch?", "answers": ["Pizza", "Sushi"]});
+            let dinner = json!({"question": "Dinner?", "answers": ["Soup", "Salad"], "kind": "undisclosed", "end_after_secs": 60});
+            return calls(&[("rich_poll", lunch), ("rich_poll", dinner)]);
+        }
+        if last["role"] == "user" && said.contains("end the lunch poll") {
+            let lunch = listed(request, "Lunch?").unwrap_or_default();
+            // First a message that is no poll of its own: the question that asked for them.
+            let asked = request["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["content"].as_str())
+                .find(|t| t.contains("start the polls"))
+                .and_then(|t| Some(t[t.find("[$")? + 1..t.find("]:")?].to_owned()))
+                .unwrap_or_default();
+            let edit = json!({"event_id": lunch, "payload": {"v": 1, "blocks": [{"type": "details", "summary": "x", "body": "x"}]}, "fallback": "x"});
+            return calls(&[
+                ("rich_poll_end", json!({"poll": asked})),
+                ("rich_poll_end", json!({"poll": lunch})),
+                ("rich_edit", edit),
+            ]);
+        }
+        text("[no reply]")
+    });
+    env.alice.say(&room, "Richbot, start the polls").await;
+    env.wait_turns(&room, 1).await;
+
+    let events = env.alice.messages(&room).await;
+    let polls: Vec<&Value> = events.iter().filter(|e| e["type"] == START && e["sender"] == BOT).collect();
+    assert_eq!(polls.len(), 2, "{events:#?}");
+    let (lunch, dinner) = (polls[0]["event_id"].as_str().expect("id"), polls[1]["event_id"].as_str().expect("id"));
+    let content = &polls[0]["content"];
+    assert_eq!(
+        content[START]["answers"],
+        json!([{"id": "1", "org.matrix.msc1767.text": "Pizza"}, {"id": "2", "org.matrix.msc1767.text": "Sushi"}])
+    );
+    assert_eq!(content[START]["kind"], "org.matrix.msc3381.poll.disclosed");
+    assert_eq!(content["org.matrix.msc1767.text"], "Lunch?\n1. Pizza\n2. Sushi", "a text fallback");
+    assert_eq!(polls[1]["content"][START]["kind"], "org.matrix.msc3381.poll.undisclosed");
+
+    env.alice.send(&room, "org.matrix.msc3381.poll.response", vote(lunch, "2")).await;
+    env.bob.send(&room, "org.matrix.msc3381.poll.response", vote(lunch, "1")).await;
+    env.alice.send(&room, "org.matrix.msc3381.poll.response", vote(lunch, "1")).await; // her latest counts
+    env.bob.send(&room, "org.matrix.msc3381.poll.response", vote(dinner, "1")).await;
+    env.alice.say(&room, "Richbot, end the lunch poll").await;
+    env.wait_turns(&room, 2).await;
+
+    let requests = env.llm.requests();
+    let asked = requests.iter().find(|r| listed(r, "Lunch?").is_some()).expect("a prompt listing the polls");
+    let system = asked["messages"][0]["content"].as_str().expect("system");
+    assert!(
+        system.contains(&format!("- {lunch} \"Lunch?\" (open, disclosed): \"Pizza\": 2 (@alice:localhost, @bob:localhost); \"Sushi\": 0. 2 votes")),
+        "{system}"
+    );
+    assert!(system.contains(&format!("- {dinner} \"Dinner?\" (open, ends ")), "{system}");
+    assert!(
+        system.contains("undisclosed): 1 vote so far; its results are for when it ends"),
+        "an undisclosed tally waits: {system}"
+    );
+    let results: Vec<Value> = requests
+        .last()
+        .and_then(|r| r["messages"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| serde_json::from_str(m["content"].as_str()?).ok())
+        .collect();
+    assert_eq!(results[0]["code"], "not_owner", "a message that is no poll of its own: {results:?}");
+    assert_eq!(results[1]["result"], "Top answer: Pizza (2 votes).", "{results:?}");
+    assert_eq!(results[2]["code"], "not_owner", "a poll is not a message to edit: {results:?}");
+
+    // The lunch poll ended when asked; dinner ends by itself a minute after it started.
+    let ends = eventually("both polls end", Duration::from_secs(180), || async {
+        let events = env.alice.messages(&room).await;
+        let ends: Vec<Value> = events.into_iter().filter(|e| e["type"] == END && e["sender"] == BOT).collect();
+        (ends.len() == 2).then_some(ends)
+    })
+    .await;
+    let of = |poll: &str| ends.iter().find(|e| e["content"]["m.relates_to"]["event_id"] == poll).expect("its end");
+    assert_eq!(of(lunch)["content"]["org.matrix.msc1767.text"], "The poll has ended. Top answer: Pizza (2 votes).");
+    assert_eq!(of(dinner)["content"]["org.matrix.msc1767.text"], "The poll has ended. Top answer: Soup (1 vote).");
+    let started = polls[1]["origin_server_ts"].as_i64().expect("ts");
+    let ended = of(dinner)["origin_server_ts"].as_i64().expect("ts");
+    assert!(ended - started >= 60_000, "not before its end_after_secs: {}", ended - started);
+}
