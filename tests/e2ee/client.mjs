@@ -7,8 +7,8 @@
 //   {"id": 1, "cmd": "login", "hs": "http://127.0.0.1:8008", "user": "alice", "password": "..."}
 //   -> @@richbot {"id": 1, "ok": true, "user_id": "@alice:localhost", "device_id": "ABC"}
 //
-// Commands: login, isolation, create_room, join, state, redact, send, wait_joined,
-// wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
+// Commands: login, isolation, create_room, join, state, redact, send, send_file,
+// wait_joined, wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
 
 for (const level of ["log", "info", "debug", "warn", "error", "trace"]) {
   console[level] = (...args) => process.stderr.write(args.map(String).join(" ") + "\n");
@@ -146,6 +146,30 @@ const commands = {
   async send({ room, content, type = "m.room.message" }) {
     const { event_id } = await client.sendEvent(room, type, content);
     return { event_id };
+  },
+
+  /// Sends a picture or file as Element does in an encrypted room: the bytes encrypted
+  /// (AES-256-CTR, the attachment format of the spec), the ciphertext uploaded, and the
+  /// key, IV and hash in the message's `file`, which is itself encrypted.
+  async send_file({ room, data, msgtype, body, name, mimetype }) {
+    const { createCipheriv, createHash, randomBytes } = await import("node:crypto");
+    const plain = Buffer.from(data, "base64");
+    const key = randomBytes(32);
+    const iv = Buffer.concat([randomBytes(8), Buffer.alloc(8)]);
+    const cipher = createCipheriv("aes-256-ctr", key, iv);
+    const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+    const unpadded = (b) => b.toString("base64").replace(/=+$/, "");
+    const { content_uri } = await client.uploadContent(sealed, { type: "application/octet-stream", includeFilename: false });
+    const file = {
+      v: "v2",
+      url: content_uri,
+      key: { kty: "oct", key_ops: ["encrypt", "decrypt"], alg: "A256CTR", k: key.toString("base64url"), ext: true },
+      iv: unpadded(iv),
+      hashes: { sha256: unpadded(createHash("sha256").update(sealed).digest()) },
+    };
+    const content = { msgtype, body, filename: name, file, info: { mimetype, size: plain.length } };
+    const { event_id } = await client.sendEvent(room, "m.room.message", content);
+    return { event_id, url: content_uri };
   },
 
   async wait_joined({ room, user, timeout_ms = 60000 }) {

@@ -12,7 +12,7 @@ use crate::support::llm::{Step, call, last_tool_result, text};
 use crate::support::{BOT, Env, Options, eventually};
 
 /// Alice, with an encrypted client, in an encrypted DM the persona has joined.
-async fn encrypted_dm(env: &Env) -> (E2ee, String) {
+pub async fn encrypted_dm(env: &Env) -> (E2ee, String) {
     let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
     let room = alice.create_room(&[BOT], true).await;
     alice.wait_joined(&room, BOT).await;

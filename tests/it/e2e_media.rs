@@ -1,6 +1,7 @@
 //! Members' pictures and files against the real Synapse media repository: a picture in a
 //! DM reaches the scripted model scaled down, as an image part; a text file's text reaches
-//! it as quoted data; a persona whose model cannot see says so once.
+//! it as quoted data; a persona whose model cannot see says so once; a real E2EE client's
+//! encrypted picture is decrypted (the attachment's key from the encrypted message) first.
 
 use std::io::Cursor;
 
@@ -117,4 +118,28 @@ async fn an_endpoint_that_refuses_pictures_is_asked_again_without_them_and_not_s
     assert!(named(line, "image: cat.png", "] (not shown to you: you cannot see pictures)"), "{line}");
     let notices = crate::support::notices(&env.alice.messages_from(&room, BOT).await);
     assert_eq!(notices, [richbot::strings::NO_VISION], "the member is told once, from the next picture on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_picture_from_a_real_e2ee_client_is_decrypted_scaled_and_seen() {
+    let env = Env::start().await;
+    env.llm.respond_with(|_| text("A wide gradient."));
+    crate::e2e_encrypted::devices_ready(&env).await;
+    let (mut alice, room) = crate::e2e_encrypted::encrypted_dm(&env).await;
+    alice.send_file(&room, "m.image", (&png(2000, 500), "image/png", "wide.png"), "what is this?").await;
+    let events = alice.wait_messages(&room, BOT, 1).await;
+    let answers = crate::support::e2ee::from(&events, BOT);
+    assert_eq!(answers[0]["content"]["body"], "A wide gradient.", "the answer decrypts: {events:#?}");
+
+    let asked = user_messages(&env, 0);
+    let parts = asked.last().and_then(|m| m["content"].as_array()).expect("text and image parts");
+    let said = parts[0]["text"].as_str().expect("text");
+    assert!(named(said, "image: wide.png", "] what is this?"), "{said}");
+    let url = parts[1]["image_url"]["url"].as_str().expect("an image part");
+    let jpeg = base64::engine::general_purpose::STANDARD
+        .decode(url.strip_prefix("data:image/jpeg;base64,").expect("a JPEG data URL"))
+        .expect("base64");
+    let picture = image::load_from_memory(&jpeg).expect("the decrypted picture");
+    assert_eq!((picture.width(), picture.height()), (1568, 392), "decrypted, then scaled");
+    alice.stop().await;
 }

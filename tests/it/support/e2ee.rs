@@ -139,6 +139,22 @@ impl E2ee {
         done["event_id"].as_str().expect("event id").to_owned()
     }
 
+    /// Sends a picture or file (`msgtype`) encrypted as Element does: the bytes sealed
+    /// with a fresh key, the key in the (encrypted) message. Its event id.
+    pub async fn send_file(
+        &mut self,
+        room: &str,
+        msgtype: &str,
+        (bytes, mimetype, name): (&[u8], &str, &str),
+        body: &str,
+    ) -> String {
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        let command = json!({"cmd": "send_file", "room": room, "data": data, "msgtype": msgtype, "body": body, "name": name, "mimetype": mimetype});
+        let done = self.call(command).await;
+        done["event_id"].as_str().expect("event id").to_owned()
+    }
+
     pub async fn redact(&mut self, room: &str, event: &str) {
         self.call(json!({"cmd": "redact", "room": room, "event_id": event})).await;
     }
