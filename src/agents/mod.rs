@@ -76,8 +76,6 @@ pub struct Channel {
     window: Duration,
     rate: rate::Rate,
     key: WriterKey,
-    /// Opening a DM is one at a time, so two calls to one person make one DM.
-    opening: tokio::sync::Mutex<()>,
 }
 
 impl Channel {
@@ -90,7 +88,7 @@ impl Channel {
     ) -> Arc<Self> {
         let clients = clients.into_iter().map(Arc::new).collect();
         let rate = rate::Rate::default();
-        Arc::new(Self { store, outbox, matrix, metrics, clients, window, rate, key, opening: Default::default() })
+        Arc::new(Self { store, outbox, matrix, metrics, clients, window, rate, key })
     }
 
     /// The client whose token `token` is (compared in constant time with each).

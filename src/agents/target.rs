@@ -110,26 +110,15 @@ impl Channel {
     /// user is in it or invited, else a new one (`is_direct`, encrypted when encryption
     /// is on).
     async fn dm(&self, client: &Client, user: &UserId) -> Result<OwnedRoomId, Failure> {
-        let _one = self.opening.lock().await;
-        let persona = &client.persona;
-        if let Some(room) = self.store.dm_room(persona, user).await.map_err(Failure::internal)? {
-            let members = self.store.readers(&room, true).await.map_err(Failure::internal)?;
-            let joined = self.store.joined_members(&room).await.map_err(Failure::internal)?;
-            if joined.contains(persona) && members.iter().any(|m| m == user) {
-                return Ok(room);
-            }
-        }
-        let room = self.outbox.create_dm(persona, user).await.map_err(|e| match e {
-            crate::matrix::Error::Unavailable(e) => Failure::unavailable(e),
-            e => Failure::new(
+        self.outbox.dm(&client.persona, user).await.map_err(|e| match e {
+            crate::outbox::Error::Unavailable(e) => Failure::unavailable(e),
+            crate::outbox::Error::Refused(e) => Failure::new(
                 502,
                 "send_failed",
                 format!("the homeserver refused to open a direct chat with {user}: {e}"),
             ),
-        })?;
-        self.store.set_dm_room(persona, user, &room).await.map_err(Failure::internal)?;
-        tracing::info!(client = client.name, %room, %user, "opened a direct chat for an agent client");
-        Ok(room)
+            e => Failure::internal(e),
+        })
     }
 
     /// Refuses an event (`reply_to`, `thread`) that is not one of `room`'s.

@@ -1,15 +1,37 @@
-//! Opening a direct chat as a persona (for a write the asker wants in their DM): an
-//! `is_direct` invite, encrypted from the start when encryption is on, as Element makes
-//! DMs. Its members and encryption are recorded at once, so a write right after it shares
-//! the room key with the invitee.
+//! A persona's direct chat with someone (for a write the asker, or an agent client, wants
+//! in their DM): the one recorded, while the persona is in it and the person is joined or
+//! still invited (a second write before they accept goes to the same room); else a new
+//! one, opened with an `is_direct` invite, encrypted from the start when encryption is on,
+//! as Element makes DMs. Its members and encryption are recorded at once, so a write
+//! right after it shares the room key with the invitee.
 
 use ruma::{OwnedRoomId, UserId};
 
-use super::Outbox;
+use super::{Error, Outbox};
 use crate::crypto::Crypto;
 use crate::matrix;
 
 impl Outbox {
+    /// The direct chat of `persona` with `user`: the recorded one if both are still in it
+    /// (`user` joined or invited), else a new one, recorded.
+    pub async fn dm(&self, persona: &UserId, user: &UserId) -> Result<OwnedRoomId, Error> {
+        let _one = self.opening.lock().await;
+        if let Some(room) = self.store.dm_room(persona, user).await? {
+            let readers = self.store.readers(&room, true).await?;
+            let joined = self.store.joined_members(&room).await?;
+            if joined.iter().any(|u| u == persona) && readers.iter().any(|u| u == user) {
+                return Ok(room);
+            }
+        }
+        let room = self.create_dm(persona, user).await.map_err(|e| match e {
+            matrix::Error::Unavailable(_) => Error::Unavailable(e.to_string()),
+            matrix::Error::Refused { .. } => Error::Refused(e.to_string()),
+        })?;
+        self.store.set_dm_room(persona, user, &room).await?;
+        tracing::info!(%persona, %user, %room, "opened a direct chat");
+        Ok(room)
+    }
+
     /// Opens a direct chat from `persona` with `invitee` (an `is_direct` invite),
     /// encrypted when encryption is on.
     pub async fn create_dm(&self, persona: &UserId, invitee: &UserId) -> Result<OwnedRoomId, matrix::Error> {

@@ -90,6 +90,8 @@ pub struct Outbox {
     fence: Option<std::sync::Arc<str>>,
     /// Encrypts writes to encrypted rooms (when encryption is on).
     crypto: Option<Crypto>,
+    /// One DM opened at a time (`dm`), so two asking at once share it.
+    opening: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Outbox {
@@ -97,7 +99,7 @@ impl Outbox {
     /// of writes to one message.
     pub fn new(matrix: matrix::Client, store: Store, instance: String, interval_ms: u64) -> Self {
         let interval_ms = i64::try_from(interval_ms).unwrap_or(i64::MAX);
-        Self { matrix, store, instance, interval_ms, fence: None, crypto: None }
+        Self { matrix, store, instance, interval_ms, fence: None, crypto: None, opening: Default::default() }
     }
 
     /// Writes to encrypted rooms are encrypted with `crypto`.

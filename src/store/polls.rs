@@ -6,7 +6,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Backend, Error, Result, Store};
+use super::{Error, Result, Store};
 
 /// A poll as recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,10 +143,7 @@ impl Store {
         room: &RoomId,
         poll: &ruma::EventId,
     ) -> Result<Vec<(String, String, i64, Value)>> {
-        let contains = match self.backend {
-            Backend::Sqlite => "instr(event, $2) > 0",
-            Backend::Postgres => "strpos(event, $2) > 0",
-        };
+        let contains = self.event_holds("$2");
         let sql = format!(
             "SELECT event_type, sender, origin_ts, event FROM events WHERE room_id = $1 AND {contains}
              AND event_type IN ('org.matrix.msc3381.poll.response', 'm.poll.response') ORDER BY seq LIMIT 10000"

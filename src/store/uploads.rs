@@ -6,7 +6,7 @@ use ruma::{OwnedRoomId, UserId};
 use serde_json::Value;
 use sqlx::Row;
 
-use super::{Backend, Result, Store};
+use super::{Result, Store};
 
 /// Which upload of a turn: call `nth`, its `idx`-th picture or file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,10 +94,7 @@ impl Store {
     /// The rooms where a stored picture, file or sticker message carries `mxc` as its media
     /// (`url`, or `file.url` when encrypted), not merely in its text.
     pub async fn rooms_posting_media(&self, mxc: &str) -> Result<Vec<OwnedRoomId>> {
-        let contains = match self.backend {
-            Backend::Sqlite => "instr(event, $1) > 0",
-            Backend::Postgres => "strpos(event, $1) > 0",
-        };
+        let contains = self.event_holds("$1");
         let sql = format!(
             "SELECT room_id, event FROM events WHERE event_type IN ('m.room.message', 'm.sticker') AND {contains} LIMIT 200"
         );

@@ -71,7 +71,7 @@ pub async fn resolve(
     match target {
         RoomTarget::Here => Ok(scope.room.clone()),
         RoomTarget::Dm if scope.is_dm => Ok(scope.room.clone()),
-        RoomTarget::Dm => dm(store, outbox, scope).await,
+        RoomTarget::Dm => dm(outbox, scope).await,
         RoomTarget::Named(name) => {
             let refuse = || {
                 ToolError::at(
@@ -91,22 +91,15 @@ pub async fn resolve(
 }
 
 /// The asker's DM with the persona: the known one if both are still in it, else a new one.
-async fn dm(store: &Store, outbox: &Outbox, scope: &Scope) -> Result<OwnedRoomId, ToolError> {
-    if let Some(room) = store.dm_room(&scope.persona, &scope.asker).await.map_err(internal)?
-        && both_joined(store, &room, &scope.asker, &scope.persona).await?
-    {
-        return Ok(room);
-    }
-    let room = outbox.create_dm(&scope.persona, &scope.asker).await.map_err(|e| {
+async fn dm(outbox: &Outbox, scope: &Scope) -> Result<OwnedRoomId, ToolError> {
+    outbox.dm(&scope.persona, &scope.asker).await.map_err(|e| {
         let code = match e {
-            crate::matrix::Error::Refused { .. } => ToolErrorCode::SendFailed,
-            crate::matrix::Error::Unavailable(_) => ToolErrorCode::HomeserverUnavailable,
+            crate::outbox::Error::Refused(_) => ToolErrorCode::SendFailed,
+            crate::outbox::Error::Unavailable(_) => ToolErrorCode::HomeserverUnavailable,
+            _ => return internal(e),
         };
         ToolError::new(code, format!("could not open a direct chat with {}: {e}", scope.asker))
-    })?;
-    store.set_dm_room(&scope.persona, &scope.asker, &room).await.map_err(internal)?;
-    store.set_membership(&room, &scope.persona, "join").await.map_err(internal)?;
-    Ok(room)
+    })
 }
 
 async fn both_joined(store: &Store, room: &RoomId, a: &UserId, b: &UserId) -> Result<bool, ToolError> {

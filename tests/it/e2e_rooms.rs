@@ -50,6 +50,8 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
             json!({"payload": details("secret"), "fallback": "Your answer, privately.", "room": elsewhere}),
         ),
         call("rich_send", json!({"payload": details("secret"), "fallback": "Your answer, privately.", "room": "dm"})),
+        // A second one before she accepts the invite: the same DM, not another.
+        call("rich_send", json!({"payload": details("more"), "fallback": "And more.", "room": "dm"})),
         text("[no reply]"),
     ]);
     env.alice.say(&group, "richbot, tell me privately").await;
@@ -72,8 +74,8 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
     assert_ne!(dm, group);
     env.alice.join(&dm).await;
     let msgs = env.alice.messages_from(&dm, BOT).await;
-    assert_eq!(msgs.len(), 1);
-    assert_eq!(msgs[0]["content"]["body"], "Your answer, privately.");
+    let bodies: Vec<&Value> = msgs.iter().map(|m| &m["content"]["body"]).collect();
+    assert_eq!(bodies, [&json!("Your answer, privately."), &json!("And more.")], "both in the one DM");
     let member = env
         .alice
         .call(
