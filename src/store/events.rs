@@ -115,15 +115,6 @@ pub(super) const COLUMNS: &str =
     "seq, event_id, room_id, sender, event_type, state_key, origin_ts, received_at, event, processed";
 
 impl Store {
-    /// SQL that is true when the event's JSON text holds parameter `param` (`$1`...) as a
-    /// substring, in this database's dialect (not `LIKE`: ids hold its wildcards).
-    pub(super) fn event_holds(&self, param: &str) -> String {
-        match self.backend {
-            super::Backend::Sqlite => format!("instr(event, {param}) > 0"),
-            super::Backend::Postgres => format!("strpos(event, {param}) > 0"),
-        }
-    }
-
     /// Stores events in one transaction; an event id seen before is skipped. Returns how
     /// many were new. One multi-row statement per [`ROWS_PER_INSERT`] events.
     pub async fn insert_events(&self, events: &[NewEvent], now: i64) -> Result<u64> {

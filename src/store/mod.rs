@@ -210,6 +210,18 @@ fn id<T: TryFrom<String>>(row: &AnyRow, column: &'static str) -> Result<T> {
 }
 
 /// Reads a nullable column holding a Matrix id.
+impl Store {
+    /// SQL that is true when a stored event's JSON text (`events.event`) holds parameter
+    /// `param` (`$1`...) as a substring, in this database's dialect (not `LIKE`: ids hold
+    /// its wildcards).
+    fn event_holds(&self, param: &str) -> String {
+        match self.backend {
+            Backend::Sqlite => format!("instr(event, {param}) > 0"),
+            Backend::Postgres => format!("strpos(event, {param}) > 0"),
+        }
+    }
+}
+
 fn opt_id<T: TryFrom<String>>(row: &AnyRow, column: &'static str) -> Result<Option<T>> {
     let value: Option<String> = row.try_get(column)?;
     value.map(|v| T::try_from(v.clone()).map_err(|_| Error::BadId { column, value: v })).transpose()
