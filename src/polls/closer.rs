@@ -38,15 +38,16 @@ pub async fn count(store: &Store, poll: &PollRow) -> Result<super::Tally, crate:
     Ok(tally(&poll.answers, (poll.created_at, poll.ended_at), &votes))
 }
 
-/// Ends `poll` (as its persona, once), recording when.
-pub async fn end(store: &Store, outbox: &Outbox, poll: &PollRow) -> Result<OwnedEventId, outbox::Error> {
+/// Ends `poll` (as its persona, once), recording when; the end event and the result it
+/// states.
+pub async fn end(store: &Store, outbox: &Outbox, poll: &PollRow) -> Result<(OwnedEventId, String), outbox::Error> {
     let result = count(store, poll).await?.result();
     let content = end_content(poll.event_id.as_str(), &result);
     let write = Write { id: WriteId::poll_end(poll.id), room: &poll.room_id, persona: &poll.persona };
     let id = outbox.send_event(&write, super::END, &content).await?;
     store.poll_ended(poll.id, now_ms()).await?;
     tracing::info!(poll = %poll.event_id, room = %poll.room_id, result, "poll ended");
-    Ok(id)
+    Ok((id, result))
 }
 
 impl Closer {

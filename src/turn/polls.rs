@@ -78,9 +78,8 @@ impl Runner<'_> {
                     return Ok(json!({"poll": poll, "already_ended": true, "result": tally.result()}));
                 }
                 self.count_write()?;
-                let ended = polls::end(self.store, self.outbox, &row).await.map_err(outbox_error)?;
-                let tally = polls::count(self.store, &row).await.map_err(internal)?;
-                Ok(json!({"event_id": ended, "poll": poll, "result": tally.result()}))
+                let (ended, result) = polls::end(self.store, self.outbox, &row).await.map_err(outbox_error)?;
+                Ok(json!({"event_id": ended, "poll": poll, "result": result}))
             }
         }
     }
