@@ -12,9 +12,11 @@
 //!   into 10,000 rooms it is not in.
 //! - `backlog`: a DM question asked right after 20,000 events in 10,000 other rooms,
 //!   against the same question without them.
+//! - `roundtrips`: one DM turn's database statements and WAL flushes, counted and listed.
 //! - `turns`: 1,000 DMs ask, the LLM answering each after 1 s: one question every 5 ms
 //!   (about 200 turns in flight), then all at once: time to each answer, and richbot's own
-//!   time on both sides of the LLM call.
+//!   time on both sides of the LLM call (the turn's overhead: committed question to PUT,
+//!   less the LLM's time).
 //! - `memory`: 10,000 group rooms with 20 messages of history each: resident memory.
 //! - `postgres` (only when named: it starts a PostgreSQL server, `scripts/start-postgres.sh`,
 //!   fsync on): the `ingest` loads and the 50-room `triage` load on SQLite and on
@@ -23,7 +25,9 @@
 //! Figures are medians of `--repeats` runs (3) where repeated; the machine is shared, so
 //! compare ratios measured in one run.
 
+mod floor;
 mod load;
+mod roundtrips;
 mod server;
 mod stand_in;
 mod turns;
@@ -55,6 +59,9 @@ async fn main() {
     }
     if pick("backlog") {
         turns::backlog().await;
+    }
+    if pick("roundtrips") {
+        roundtrips::one_turn().await;
     }
     if pick("turns") {
         turns::dms(1000, Duration::from_secs(1), Some(Duration::from_millis(5))).await;
@@ -116,8 +123,16 @@ struct Case {
     postgres: Option<&'static str>,
 }
 
+/// One measured load: events/s, p99 ack, CPU µs per event, and its table row.
+struct Run {
+    rate: f64,
+    p99_ms: f64,
+    cpu_us: f64,
+    row: String,
+}
+
 /// One measured load on a fresh server (joining the rooms first, off the clock).
-async fn one(case: Case, rooms: &[String], secs: f64) -> (f64, String) {
+async fn one(case: Case, rooms: &[String], secs: f64) -> Run {
     let Case { per_txn, conc, joined, normal, postgres } = case;
     let (server, _log) = fresh_with(Duration::ZERO, normal, postgres).await;
     if joined {
@@ -128,6 +143,7 @@ async fn one(case: Case, rooms: &[String], secs: f64) -> (f64, String) {
     let drain = server.drained(Duration::from_secs(600)).await;
     let cpu = server.cpu() - cpu0;
     let rate = f.events as f64 / f.elapsed.as_secs_f64();
+    let (p99_ms, cpu_us) = (ms(pct(&mut f.acks, 99.0)), cpu.as_secs_f64() * 1e6 / f.events as f64);
     let row = format!(
         "| {per_txn} ev × {conc} conc, {} rooms{}{}{} | {rate:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {} |",
         rooms.len(),
@@ -136,29 +152,41 @@ async fn one(case: Case, rooms: &[String], secs: f64) -> (f64, String) {
         if postgres.is_some() { ", PostgreSQL" } else { "" },
         f.acks.len() as f64 / f.elapsed.as_secs_f64(),
         ms(pct(&mut f.acks, 50.0)),
-        ms(pct(&mut f.acks, 99.0)),
-        cpu.as_secs_f64() * 1e6 / f.events as f64,
+        p99_ms,
+        cpu_us,
         server.rss_mib().0,
         drain.map_or("not within 600 s".to_owned(), |d| format!("{:.0}", ms(d))),
     );
-    (rate, row)
+    Run { rate, p99_ms, cpu_us, row }
 }
 
 /// The median (by events/s) of `repeats` runs.
-async fn median(opts: &Opts, case: Case, rooms: &[String]) -> String {
+async fn median(opts: &Opts, case: Case, rooms: &[String]) -> Run {
     let mut runs = Vec::new();
     for _ in 0..opts.repeats.max(1) {
         runs.push(one(case, rooms, opts.secs).await);
     }
-    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    runs.swap_remove(runs.len() / 2).1
+    runs.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+    runs.swap_remove(runs.len() / 2)
 }
 
 async fn ingest(opts: &Opts) {
-    println!("\n## ingest ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
+    let floor = floor::measure().await;
+    println!("\n## ingest ({} s per run, median of {})\n\n{}\n{HEADER}", opts.secs, opts.repeats, floor.table());
     let fifty = rooms("r", 50);
+    let mut first = None;
     for (per_txn, conc, normal) in [(100, 1, false), (1, 1, false), (100, 4, false), (100, 1, true), (1, 1, true)] {
-        println!("{}", median(opts, Case { per_txn, conc, joined: false, normal, postgres: None }, &fifty).await);
+        let run = median(opts, Case { per_txn, conc, joined: false, normal, postgres: None }, &fifty).await;
+        println!("{}", run.row);
+        first.get_or_insert((run.p99_ms, run.cpu_us));
+    }
+    if let Some((p99, cpu)) = first {
+        println!(
+            "\n100 × 1 (synchronous = full): CPU {cpu:.1} µs/event (goal ≤ 10); p99 ack {p99:.2} ms (goal ≤ 5) = {:.1} × \
+             this machine's p99 commit of 100 rows, {:.1} × its p99 fdatasync",
+            p99 / floor.commit100.1,
+            p99 / floor.fsync.1,
+        );
     }
 }
 
@@ -166,7 +194,7 @@ async fn triage(opts: &Opts) {
     println!("\n## triage ({} s per run, median of {})\n\n{HEADER}", opts.secs, opts.repeats);
     for (count, joined) in [(50, true), (10_000, true), (10_000, false)] {
         let case = Case { per_txn: 100, conc: 1, joined, normal: false, postgres: None };
-        println!("{}", median(opts, case, &rooms("g", count)).await);
+        println!("{}", median(opts, case, &rooms("g", count)).await.row);
     }
 }
 
@@ -177,7 +205,7 @@ async fn postgres(opts: &Opts) {
     for (per_txn, conc, joined) in [(100, 1, false), (1, 1, false), (100, 4, false), (100, 1, true)] {
         for postgres in [None, Some(server)] {
             let case = Case { per_txn, conc, joined, normal: false, postgres };
-            println!("{}", median(opts, case, if joined { &groups } else { &fifty }).await);
+            println!("{}", median(opts, case, if joined { &groups } else { &fifty }).await.row);
         }
     }
 }

@@ -25,6 +25,21 @@ impl Server {
     /// `database.synchronous = "normal"`; with `postgres`, a new database on that server,
     /// `postgres://user@host:port`), and waits for it.
     pub async fn start(hs_url: &str, llm_url: &str, normal: bool, postgres: Option<&str>) -> Self {
+        Self::launch(hs_url, llm_url, (normal, postgres), None).await
+    }
+
+    /// Like [`Server::start`] (SQLite, `synchronous = "full"`), logging what `rust_log`
+    /// selects (`RUST_LOG`) to the file `log`.
+    pub async fn start_logged(hs_url: &str, llm_url: &str, log: &std::path::Path, rust_log: &str) -> Self {
+        Self::launch(hs_url, llm_url, (false, None), Some((log, rust_log))).await
+    }
+
+    async fn launch(
+        hs_url: &str,
+        llm_url: &str,
+        (normal, postgres): (bool, Option<&str>),
+        log: Option<(&std::path::Path, &str)>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let registration = dir.path().join("registration.yaml");
@@ -56,12 +71,12 @@ impl Server {
             ),
         )
         .expect("config");
-        let child = Command::new(env!("CARGO_BIN_EXE_richbot"))
-            .args(["serve", "--config"])
-            .arg(&config)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("richbot serve");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_richbot"));
+        command.args(["serve", "--config"]).arg(&config).stdout(Stdio::null());
+        if let Some((file, filter)) = log {
+            command.env("RUST_LOG", filter).stderr(std::fs::File::create(file).expect("log file"));
+        }
+        let child = command.spawn().expect("richbot serve");
         let url = format!("http://127.0.0.1:{port}");
         let server = Self { child, url, db, _dir: dir };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -77,11 +92,7 @@ impl Server {
 
     /// CPU time (user + system) used so far.
     pub fn cpu(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the command name, which is in parentheses: utime is the 12th, stime the 13th.
-        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        Duration::from_millis((ticks(11) + ticks(12)) * 10)
+        cpu_of(self.child.id())
     }
 
     /// Peak and current resident memory, MiB.
@@ -116,6 +127,15 @@ impl Server {
         }
         Some(start.elapsed())
     }
+}
+
+/// CPU time (user + system) process `pid` used so far, from `/proc` (10 ms ticks).
+pub fn cpu_of(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses: utime is the 12th, stime the 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 /// A new, empty database on the PostgreSQL `server`; its URL.

@@ -12,7 +12,7 @@ use crate::stand_in::Shared;
 use crate::{fresh, join_groups, rooms};
 
 /// DM rooms `!q<n>:localhost` between the persona and `@user<n>:localhost`, for n in `ns`.
-async fn open_dms(server: &Server, ns: std::ops::Range<u64>) {
+pub async fn open_dms(server: &Server, ns: std::ops::Range<u64>) {
     let http = reqwest::Client::new();
     let mut events = Vec::new();
     for n in ns {
@@ -49,7 +49,7 @@ async fn answered(log: &Shared, ns: &[u64], limit: Duration) -> bool {
 }
 
 /// Asks question `n` (one transaction) and returns the time to its answer.
-async fn ask_one(server: &Server, log: &Shared, n: u64) -> Duration {
+pub async fn ask_one(server: &Server, log: &Shared, n: u64) -> Duration {
     let http = reqwest::Client::new();
     let sent = Instant::now();
     load::put(&http, &server.url, &format!("ask{n}"), &[question(n)]).await;
@@ -114,12 +114,17 @@ pub async fn dms(count: u64, delay: Duration, pace: Option<Duration>) {
     let mut before = series(&|n| Some(*log.asked.get(&n)? - sent[&n]));
     let mut before_ack = series(&|n| Some(log.asked.get(&n)?.saturating_duration_since(acked[&n])));
     let mut after = series(&|n| log.posted.get(&n)?.checked_duration_since(*log.answered.get(&n)?));
+    let mut overhead = series(&|n| {
+        let before = log.asked.get(&n)?.saturating_duration_since(acked[&n]);
+        Some(before + log.posted.get(&n)?.checked_duration_since(*log.answered.get(&n)?)?)
+    });
     println!("| measure | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|");
     for (name, v) in [
         ("question sent -> answer posted", &mut answer),
         ("question sent -> LLM request arrives (richbot's cost before the LLM, ingest included)", &mut before),
         ("question's 200 (committed) -> LLM request arrives", &mut before_ack),
         ("LLM answer leaves -> answer PUT arrives (richbot's cost after the LLM)", &mut after),
+        ("turn overhead: the two above, committed question -> PUT less the LLM's time", &mut overhead),
     ] {
         let max = v.iter().max().copied().unwrap_or_default();
         println!("| {name} | {} | {:.1} | {:.1} | {:.1} |", v.len(), ms(pct(v, 50.0)), ms(pct(v, 99.0)), ms(max));

@@ -187,7 +187,11 @@ impl Store {
         for chunk in notices.chunks(super::LIST_CHUNK) {
             let sql =
                 format!("SELECT {COLUMNS} FROM approvals WHERE notice_event IN ({})", super::list(1, chunk.len()));
-            let rows = chunk.iter().fold(sqlx::query(&sql), |q, n| q.bind(*n)).fetch_all(&self.pool).await?;
+            let rows = chunk
+                .iter()
+                .fold(sqlx::query(&self.many_params(&sql)), |q, n| q.bind(*n))
+                .fetch_all(&self.pool)
+                .await?;
             found.extend(rows.iter().map(approval).collect::<Result<Vec<_>>>()?);
         }
         Ok(found)

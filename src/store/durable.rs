@@ -57,6 +57,7 @@ impl Durable {
             .await
             .map_err(|e| Error::File("(flush task)".to_owned(), std::io::Error::other(e)))??;
         self.flushes.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(upto, "WAL flushed");
         *flushed = upto;
         Ok(())
     }

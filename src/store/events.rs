@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Result, Store, id};
+use super::{Backend, Result, Store, id};
 use crate::relation::Relation;
 
 /// An event as the homeserver pushed it, ready to store.
@@ -75,27 +75,32 @@ impl StoredEvent {
 /// Events per `INSERT` statement (9 parameters each, well under both databases' limits).
 const ROWS_PER_INSERT: usize = 100;
 
-/// The `INSERT` of `n` events, built once per `n`.
-fn insert_sql(n: usize) -> &'static str {
-    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+/// The `INSERT` of `n` events, built once per `n` (with bare `?`s on SQLite: `params.rs`).
+fn insert_sql(backend: Backend, n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<[String; 2]>> = std::sync::OnceLock::new();
     let all = SQL.get_or_init(|| {
         (0..=ROWS_PER_INSERT)
             .map(|n| {
                 let rows: Vec<String> = (0..n).map(|i| format!("({})", super::list(i * 9 + 1, 9))).collect();
                 let rows = rows.join(", ");
-                format!(
+                let sql = format!(
                     "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at, processed)
                      VALUES {rows} ON CONFLICT (event_id) DO NOTHING"
-                )
+                );
+                [super::params::positional(&sql).into_owned(), sql]
             })
             .collect()
     });
-    &all[n]
+    &all[n][usize::from(backend == Backend::Postgres)]
 }
 
 /// One multi-row `INSERT` of `events` (at most [`ROWS_PER_INSERT`]).
-fn insert(events: &[NewEvent], now: i64) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
-    let mut q = sqlx::query(insert_sql(events.len()));
+fn insert(
+    backend: Backend,
+    events: &[NewEvent],
+    now: i64,
+) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
+    let mut q = sqlx::query(insert_sql(backend, events.len()));
     for e in events {
         q = q
             .bind(e.event_id.as_str())
@@ -121,14 +126,15 @@ impl Store {
         if events.is_empty() {
             return Ok(0);
         }
+        self.inserted();
         if events.len() <= ROWS_PER_INSERT {
             // One statement is one transaction already.
-            return Ok(insert(events, now).execute(&self.writer).await?.rows_affected());
+            return Ok(insert(self.backend, events, now).execute(&self.writer).await?.rows_affected());
         }
         let mut tx = self.writer.begin().await?;
         let mut inserted = 0;
         for chunk in events.chunks(ROWS_PER_INSERT) {
-            inserted += insert(chunk, now).execute(&mut *tx).await?.rows_affected();
+            inserted += insert(self.backend, chunk, now).execute(&mut *tx).await?.rows_affected();
         }
         tx.commit().await?;
         Ok(inserted)
@@ -176,6 +182,7 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         for chunk in seqs.chunks(super::LIST_CHUNK) {
             let sql = format!("UPDATE events SET processed = 1 WHERE seq IN ({})", super::list(1, chunk.len()));
+            let sql = self.many_params(&sql);
             chunk.iter().fold(sqlx::query(&sql), |q, seq| q.bind(*seq)).execute(&mut *tx).await?;
         }
         tx.commit().await?;
@@ -269,11 +276,8 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        if self.backend == super::Backend::Sqlite {
-            // The WAL still holds the pages as they were: fold it into the database (whose
-            // freed content secure_delete zeroes) and truncate it, so the text is gone from disk.
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.writer).await?;
-        }
+        // So that the text is gone from the disk too.
+        self.truncate_wal().await?;
         Ok(scrubbed)
     }
 

@@ -3,10 +3,11 @@
 //! group, mirroring `migrations/sqlite` and `migrations/postgres`, which reach the same
 //! schema version with the same numbers.
 //!
-//! One SQL text serves both: `$N` placeholders (positional on SQLite too), TEXT and BIGINT
+//! One SQL text serves both: `$N` placeholders (made bare `?`s on SQLite where a statement
+//! has many: `params.rs`), TEXT and BIGINT
 //! columns only, JSON kept as text and read in Rust, no `json_each` or two-argument `MAX`
 //! (IN lists are built with [`list`], maxima with `CASE`), sums cast to BIGINT. What is
-//! SQLite's alone (WAL, the flush at durability points, the checkpoint after a redaction,
+//! SQLite's alone (WAL, the flush at durability points, checkpoints (`checkpoint.rs`),
 //! owner-only files) is done only when [`Backend::Sqlite`].
 //!
 //! Rows carry ruma ids (`OwnedRoomId`, `OwnedEventId`, `OwnedUserId`): an id is parsed
@@ -25,6 +26,7 @@
 
 mod agents;
 mod approvals;
+mod checkpoint;
 mod copy;
 mod crypto_flow;
 mod crypto_lookup;
@@ -36,6 +38,7 @@ mod leases;
 mod lock;
 mod meta;
 mod open;
+mod params;
 mod outbox;
 mod polls;
 mod retention;
@@ -144,6 +147,8 @@ pub struct Store {
     /// (triage asks for them on every message); only in the process that owns the database
     /// (`caching_members`), since another process's changes would not drop them.
     members: Option<Arc<Mutex<rooms::Members>>>,
+    /// SQLite's WAL checkpoints (`checkpoint.rs`), running while a handle lives.
+    checkpoints: Option<Arc<checkpoint::Checkpoints>>,
 }
 
 impl Store {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sqlx::Executor;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 
-use super::{Backend, Error, POSTGRES, Result, SQLITE, Store, durable};
+use super::{Backend, Error, POSTGRES, Result, SQLITE, Store, checkpoint, durable};
 
 impl Store {
     pub(super) async fn open_postgres(url: &str) -> Result<Self> {
@@ -21,7 +21,7 @@ impl Store {
         POSTGRES.run(&writer).await?;
         let pool = pool().connect_with(options).await?;
         let durable = Arc::new(durable::Durable::new(None));
-        Ok(Self { backend: Backend::Postgres, pool, writer, durable, members: None })
+        Ok(Self { backend: Backend::Postgres, pool, writer, durable, members: None, checkpoints: None })
     }
 
     pub(super) async fn open_sqlite(url: &str, full: bool) -> Result<Self> {
@@ -50,19 +50,22 @@ impl Store {
                 }
             }
         }
+        let checkpoints = file.as_ref().map(|_| checkpoint::start(pool.clone(), writer.clone()));
         let durable = Arc::new(durable::Durable::new(file.filter(|_| full)));
-        Ok(Self { backend: Backend::Sqlite, pool, writer, durable, members: None })
+        Ok(Self { backend: Backend::Sqlite, pool, writer, durable, members: None, checkpoints })
     }
 }
 
 /// SQLite connections: WAL, commits written to the WAL but flushed only at durability
-/// points (`durable.rs`), foreign keys, deleted content overwritten, a writer waited for.
+/// points (`durable.rs`) and checkpointed apart (`checkpoint.rs`; the WAL file cut back
+/// to 16 MiB after), foreign keys, deleted content overwritten, a writer waited for.
 fn sqlite_pool(n: u32) -> AnyPoolOptions {
     AnyPoolOptions::new().max_connections(n).test_before_acquire(false).after_connect(|conn, _| {
         Box::pin(async move {
             conn.execute(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
-                 PRAGMA secure_delete = ON; PRAGMA busy_timeout = 10000;",
+                 PRAGMA secure_delete = ON; PRAGMA busy_timeout = 10000;
+                 PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 16777216;",
             )
             .await?;
             Ok(())

@@ -78,7 +78,11 @@ impl Store {
         for chunk in users.chunks(super::LIST_CHUNK) {
             let sql =
                 format!("SELECT DISTINCT room_id FROM room_members WHERE user_id IN ({})", super::list(1, chunk.len()));
-            let rows = chunk.iter().fold(sqlx::query(&sql), |q, u| q.bind(u.as_str())).fetch_all(&self.pool).await?;
+            let rows = chunk
+                .iter()
+                .fold(sqlx::query(&self.many_params(&sql)), |q, u| q.bind(u.as_str()))
+                .fetch_all(&self.pool)
+                .await?;
             for row in &rows {
                 rooms.insert(id(row, "room_id")?);
             }
@@ -111,7 +115,11 @@ impl Store {
                  ORDER BY room_id, user_id",
                 super::list(1, chunk.len())
             );
-            let rows = chunk.iter().fold(sqlx::query(&sql), |q, r| q.bind(r.as_str())).fetch_all(&self.pool).await?;
+            let rows = chunk
+                .iter()
+                .fold(sqlx::query(&self.many_params(&sql)), |q, r| q.bind(r.as_str()))
+                .fetch_all(&self.pool)
+                .await?;
             for row in &rows {
                 found.entry(id(row, "room_id")?).or_default().push(id(row, "user_id")?);
             }

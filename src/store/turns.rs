@@ -65,7 +65,11 @@ impl Store {
         .try_get("id")?;
         for chunk in seqs.chunks(super::LIST_CHUNK) {
             let sql = format!("UPDATE events SET turn_id = $1 WHERE seq IN ({})", super::list(2, chunk.len()));
-            chunk.iter().fold(sqlx::query(&sql).bind(id), |q, seq| q.bind(*seq)).execute(&mut *tx).await?;
+            chunk
+                .iter()
+                .fold(sqlx::query(&self.many_params(&sql)).bind(id), |q, seq| q.bind(*seq))
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(TurnRow {
