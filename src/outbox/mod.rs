@@ -31,6 +31,7 @@ use ruma::{EventId, OwnedEventId, RoomId, UserId};
 use serde_json::Value;
 
 mod dm;
+mod error;
 mod ids;
 mod marker;
 mod seal;
@@ -39,8 +40,9 @@ mod typing;
 use crate::clock::now_ms;
 use crate::crypto::Crypto;
 use crate::matrix;
-use crate::store::{self, NewSent, NewWrite, OutboxState, Store};
+use crate::store::{NewSent, NewWrite, OutboxState, Store};
 
+pub use error::Error;
 pub use ids::{Write, WriteId};
 pub use marker::MARKER;
 use marker::content_hash;
@@ -48,25 +50,6 @@ pub use typing::Typing;
 
 /// The event type of a message, which most writes are.
 const MESSAGE: &str = "m.room.message";
-
-/// A write that did not land.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The homeserver refused it for good (recorded in the outbox with the reason).
-    #[error("the homeserver refused the message: {0}")]
-    Refused(String),
-    /// The homeserver stayed unreachable through the retries.
-    #[error("{0}")]
-    Unavailable(String),
-    /// Not a message this persona sent.
-    #[error("not a message this persona sent")]
-    NotOwner,
-    /// A write claimed before under this id had another room, kind or content.
-    #[error("write {0} was first made with another content; it is not sent under its old id")]
-    Mismatch(String),
-    #[error("store: {0}")]
-    Store(#[from] store::Error),
-}
 
 /// A write found to have landed: its event, and (when found by its marker) the content
 /// it landed with.
@@ -212,22 +195,29 @@ impl Outbox {
         let fresh = done.is_none() && sealed.is_none();
         let (id, landed_content) = match done {
             Some(Landed { id, content: found }) => (id, found),
-            None => self.put(&txn, w, (event_type, content), sealed).await?,
+            None => {
+                // Posted at most once: its claim (and its turn) on disk first, not only in
+                // the WAL, where a power cut could take them and a new turn post it again.
+                self.store.sync().await?;
+                self.put(&txn, w, (event_type, content), sealed).await?
+            }
         };
         let now = now_ms();
         self.store
-            .record_sent(&NewSent {
-                event_id: &id,
-                room_id: w.room,
-                sender: w.persona,
-                thread_root,
-                replaces: None,
-                content: landed_content.as_ref().unwrap_or(content),
-                sent_at: now,
-                next_edit_at: now + self.interval_ms,
-            })
+            .record_landed(
+                &NewSent {
+                    event_id: &id,
+                    room_id: w.room,
+                    sender: w.persona,
+                    thread_root,
+                    replaces: None,
+                    content: landed_content.as_ref().unwrap_or(content),
+                    sent_at: now,
+                    next_edit_at: now + self.interval_ms,
+                },
+                Some(&txn),
+            )
             .await?;
-        self.store.outbox_sent(&txn, &id).await?;
         Ok((id, fresh))
     }
 
@@ -255,8 +245,7 @@ impl Outbox {
             let landed = now_ms();
             let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
             self.store.edit_landed(original, &new_content, landed, self.interval_ms).await?;
-            self.record_edit(w, &id, original, content, landed).await?;
-            self.store.outbox_sent(&txn, &id).await?;
+            self.record_edit((w, &txn), &id, original, content, landed).await?;
             return Ok((id, 0));
         }
         let now = now_ms();
@@ -270,14 +259,14 @@ impl Outbox {
         let done_at = now_ms();
         let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
         self.store.edit_landed(original, &new_content, done_at, self.interval_ms).await?;
-        self.record_edit(w, &id, original, content, done_at).await?;
-        self.store.outbox_sent(&txn, &id).await?;
+        self.record_edit((w, &txn), &id, original, content, done_at).await?;
         Ok((id, waited))
     }
 
+    /// Records an edit that landed, and its outbox write `txn` sent, in one commit.
     async fn record_edit(
         &self,
-        w: &Write<'_>,
+        (w, txn): (&Write<'_>, &str),
         id: &EventId,
         original: &EventId,
         content: &Value,
@@ -293,6 +282,6 @@ impl Outbox {
             sent_at: at,
             next_edit_at: at,
         };
-        Ok(self.store.record_sent(&edit).await?)
+        Ok(self.store.record_landed(&edit, Some(txn)).await?)
     }
 }

@@ -4,8 +4,10 @@
 //! (so it survives a crash of richbot) but not flushed to the disk. Where richbot promises
 //! more, it calls [`Durable::sync`], which flushes the WAL (`fdatasync`) so that every
 //! transaction committed before the call survives power loss too. Those points are the
-//! homeserver's 200 for a transaction and every request that makes a persona visibly act
-//! (a message or an edit sent): writes in between are flushed with the next point.
+//! homeserver's 200 for a transaction and every new message a persona posts (the outbox
+//! flushes its claim, and the turn's, before the first attempt, so that a power cut
+//! cannot make a new turn post it again; an edit needs no flush: its transaction id is
+//! the same when it is made again): writes in between are flushed with the next point.
 //!
 //! Many callers share one flush: a call takes a ticket after its commit; whoever holds the
 //! lock flushes everything ticketed so far, and those who waited behind it find their

@@ -44,6 +44,12 @@ impl Store {
     /// when it starts before the echo arrives, and in an encrypted room it is already
     /// clear.
     pub async fn record_sent(&self, m: &NewSent<'_>) -> Result<()> {
+        self.record_landed(m, None).await
+    }
+
+    /// [`Store::record_sent`] and, with `txn_id`, the outbox write it landed as marked
+    /// sent, in one commit.
+    pub async fn record_landed(&self, m: &NewSent<'_>, txn_id: Option<&str>) -> Result<()> {
         let mut tx = self.writer.begin().await?;
         sqlx::query(
             "INSERT INTO sent_messages (event_id, room_id, sender, thread_root, replaces, content, sent_at, next_edit_at)
@@ -74,6 +80,9 @@ impl Store {
         .bind(echo.to_string())
         .execute(&mut *tx)
         .await?;
+        if let Some(txn_id) = txn_id {
+            super::outbox::mark_sent(&mut tx, txn_id, m.event_id).await?;
+        }
         tx.commit().await?;
         Ok(())
     }

@@ -35,6 +35,7 @@ mod first_run;
 mod matrix_retry;
 mod migrate;
 mod mcp;
+mod outbox_flush;
 mod pipeline;
 mod packaging;
 mod plan;
