@@ -26,8 +26,8 @@ use std::time::Duration;
 use sqlx::{AnyPool, Row};
 use tokio::sync::Notify;
 
-/// How often the WAL is checkpointed at most.
-pub const EVERY: Duration = Duration::from_millis(250);
+/// The longest time between two checkpoints (inserts bring one forward).
+const EVERY: Duration = Duration::from_millis(250);
 /// Inserts of events that bring the next checkpoint forward.
 const BATCHES: u32 = 16;
 /// A WAL of more frames (pages) is started over (SQLite's own default threshold).
