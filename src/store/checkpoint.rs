@@ -32,6 +32,8 @@ const EVERY: Duration = Duration::from_millis(250);
 const BATCHES: u32 = 16;
 /// A WAL of more frames (pages) is started over (SQLite's own default threshold).
 const RESET_FRAMES: i64 = 1000;
+/// How long a truncation after a redaction is tried while readers keep the WAL busy.
+const TRUNCATE_FOR: Duration = Duration::from_secs(5);
 
 /// Kept by every handle on the store; the checkpointer runs while one lives.
 #[derive(Debug, Default)]
@@ -100,20 +102,29 @@ impl super::Store {
 
     /// Folds the whole WAL into the database and truncates it (after a redaction: the WAL
     /// still holds the pages as they were, and `secure_delete` zeroes only what the
-    /// database frees). A checkpoint of the task above running at that moment makes this
-    /// one busy: it is tried again, a few milliseconds later, for at most 5 s.
+    /// database frees). A reader in a transaction, or a checkpoint of the task above, makes
+    /// it busy: it is tried again every few milliseconds for at most [`TRUNCATE_FOR`].
+    /// Each try fails at once rather than wait in SQLite's busy handler (10 s, holding the
+    /// writer), and the writer is free between tries, so other writes go on meanwhile.
     pub(super) async fn truncate_wal(&self) -> super::Result<()> {
         if self.backend != super::Backend::Sqlite {
             return Ok(());
         }
-        for _ in 0..250 {
-            let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&self.writer).await?;
-            if row.try_get::<i64, _>(0)? == 0 {
+        let deadline = tokio::time::Instant::now() + TRUNCATE_FOR;
+        loop {
+            let mut conn = self.writer.acquire().await?;
+            sqlx::query("PRAGMA busy_timeout = 0").execute(&mut *conn).await?;
+            let tried = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&mut *conn).await;
+            sqlx::query(super::BUSY_TIMEOUT).execute(&mut *conn).await?;
+            drop(conn);
+            if tried?.try_get::<i64, _>(0)? == 0 {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!("the WAL could not be truncated after a redaction; the next checkpoints fold it in");
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tracing::warn!("the WAL could not be truncated after a redaction; the next checkpoints fold it in");
-        Ok(())
     }
 }

@@ -102,6 +102,10 @@ impl Backend {
 /// Values per IN list (well under both databases' parameter limits).
 const LIST_CHUNK: usize = 500;
 
+/// How long an SQLite connection waits for a lock another holds (`open.rs`; set again by
+/// `checkpoint.rs` after a try that must not wait).
+const BUSY_TIMEOUT: &str = "PRAGMA busy_timeout = 10000";
+
 /// The placeholders `$from, $from+1, …` of an IN list of `n` values.
 fn list(from: usize, n: usize) -> String {
     (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")

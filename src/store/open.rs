@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sqlx::Executor;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 
-use super::{Backend, Error, POSTGRES, Result, SQLITE, Store, checkpoint, durable};
+use super::{BUSY_TIMEOUT, Backend, Error, POSTGRES, Result, SQLITE, Store, checkpoint, durable};
 
 impl Store {
     pub(super) async fn open_postgres(url: &str) -> Result<Self> {
@@ -64,10 +64,11 @@ fn sqlite_pool(n: u32) -> AnyPoolOptions {
         Box::pin(async move {
             conn.execute(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
-                 PRAGMA secure_delete = ON; PRAGMA busy_timeout = 10000;
-                 PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 16777216;",
+                 PRAGMA secure_delete = ON; PRAGMA wal_autocheckpoint = 0;
+                 PRAGMA journal_size_limit = 16777216;",
             )
             .await?;
+            conn.execute(BUSY_TIMEOUT).await?;
             Ok(())
         })
     })

@@ -179,15 +179,23 @@ const commands = {
     return {};
   },
 
-  /// Waits until `sender` has `count` messages in `room` that are decrypted (or that
-  /// failed to decrypt, which the test then sees), and returns all of the room's events.
+  /// Waits until `sender` has `count` messages (of `type`) in `room` that are decrypted,
+  /// and returns all of the room's events. A message whose room key is still on its way is
+  /// a decryption failure for a moment (the key comes by to-device, which a loaded machine
+  /// may deliver a sync later): it counts once it decrypts. On time-out, the error lists
+  /// what `sender` has so far.
   async wait_messages({ room, sender, count, timeout_ms = 60000, type = "m.room.message" }) {
-    const events = await until(`${count} message(s) from ${sender}`, timeout_ms, () => {
-      const all = timeline(room);
-      const mine = all.filter((e) => e.sender === sender && (e.type === type || e.decryption_failure));
-      return mine.length >= count ? all : undefined;
-    });
-    return { events };
+    const counts = (e) => e.sender === sender && e.type === type;
+    try {
+      const events = await until(`${count} message(s) from ${sender}`, timeout_ms, () => {
+        const all = timeline(room);
+        return all.filter(counts).length >= count ? all : undefined;
+      });
+      return { events };
+    } catch (e) {
+      const seen = timeline(room).filter((e) => e.sender === sender);
+      throw new Error(`${e.message}; from ${sender} so far: ${JSON.stringify(seen)}`);
+    }
   },
 
   async messages({ room }) {

@@ -163,8 +163,9 @@ impl E2ee {
         self.call(json!({"cmd": "wait_joined", "room": room, "user": user, "timeout_ms": 90_000})).await;
     }
 
-    /// Waits until `sender` has `n` messages in `room` as this client sees them (decrypted,
-    /// or failed to), and returns every event of the room's timeline.
+    /// Waits until `sender` has `n` messages in `room` that this client decrypted, and
+    /// returns every event of the room's timeline. A message whose key is still on its way
+    /// is not counted until it decrypts (a loaded machine delivers keys a sync late).
     pub async fn wait_messages(&mut self, room: &str, sender: &str, n: usize) -> Vec<Value> {
         let done = self
             .call(json!({"cmd": "wait_messages", "room": room, "sender": sender, "count": n, "timeout_ms": 120_000}))
