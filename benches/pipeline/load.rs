@@ -8,6 +8,14 @@ use serde_json::{Value, json};
 
 use crate::server::HS_TOKEN;
 
+/// A new event id as Synapse makes them in rooms of version 4 on: `$` and the unpadded
+/// URL-safe base64 of a SHA-256 (here random bytes), so ids land all over the `event_id`
+/// index as real ones do, not one after another.
+pub fn event_id() -> String {
+    use base64::Engine;
+    format!("${}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>()))
+}
+
 /// One event: `m.room.message` from one of eight senders (none a persona).
 pub fn message(id: &str, room: &str, n: u64, body: &str) -> Value {
     const SENDERS: [&str; 8] = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"];
@@ -62,7 +70,7 @@ pub async fn run(url: &str, per_txn: usize, conc: usize, rooms: &[String], secs:
                     .map(|_| {
                         n += 1;
                         let room = &rooms[(n as usize * 7 + c) % rooms.len()];
-                        message(&format!("$b{nonce}x{c}x{n}"), room, n, &format!("hello all, message {n}"))
+                        message(&event_id(), room, n, &format!("hello all, message {n}"))
                     })
                     .collect();
                 let sent = Instant::now();

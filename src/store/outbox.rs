@@ -50,9 +50,11 @@ impl Store {
     /// The write `w`, creating it (pending, with `w.txn_id`) if it is new. A resumed turn
     /// gets the row it made before the crash, with that row's transaction id.
     pub async fn outbox_claim(&self, w: &NewWrite<'_>, now: i64) -> Result<OutboxRow> {
-        sqlx::query(
+        // A new write is known whole from its insert: one statement. Only a claim made
+        // before (a resumed turn's, whose insert does nothing) reads the row back.
+        let inserted = sqlx::query(
             "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at, kind, content_hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (turn_id, seq) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (turn_id, seq) DO NOTHING RETURNING txn_id",
         )
         .bind(w.txn_id)
         .bind(w.turn)
@@ -62,8 +64,19 @@ impl Store {
         .bind(now)
         .bind(w.kind)
         .bind(w.content_hash)
-        .execute(&self.writer)
+        .fetch_optional(&self.writer)
         .await?;
+        if let Some(row) = inserted {
+            let txn_id = row.try_get("txn_id")?;
+            return Ok(OutboxRow {
+                txn_id,
+                state: OutboxState::Pending,
+                attempts: 0,
+                same: true,
+                created_at: now,
+                sealed: None,
+            });
+        }
         let row = sqlx::query(
             "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash, created_at, sealed, sealed_clear
              FROM outbox

@@ -17,6 +17,9 @@ pub struct TurnRow {
     pub notice: Option<Notice>,
     /// When the turn started (ms): delivery is given up some time after.
     pub started_at: i64,
+    /// Read back from the store (a turn a crash or a stop cut short), not just started:
+    /// only such a turn can have recorded replies to replay.
+    pub resumed: bool,
 }
 
 /// The one message of a notice-only turn.
@@ -79,6 +82,7 @@ impl Store {
             asker: asker.to_owned(),
             notice: notice.cloned(),
             started_at: now,
+            resumed: false,
         })
     }
 
@@ -103,6 +107,7 @@ impl Store {
                 _ => None,
             },
             started_at: row.try_get("started_at")?,
+            resumed: true,
         };
         let sql = format!("SELECT {COLUMNS} FROM events WHERE turn_id = $1 ORDER BY seq");
         let rows = sqlx::query(&sql).bind(turn.id).fetch_all(&self.pool).await?;

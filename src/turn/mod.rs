@@ -182,7 +182,7 @@ impl Turns {
         let metered =
             budget::Metered::new(self.llm_of(&scope.persona), &self.store, &self.budget, (&scope.room, &scope.asker));
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
-        let recorded = record::Recorded::load(&metered, &self.store, &shown, turn.id).await?;
+        let recorded = record::Recorded::load(&metered, &self.store, &shown, turn).await?;
         let parts = (&self.store, &self.outbox, &shown);
         let deadline = clock::Deadline::default();
         let kit = runner::Kit {

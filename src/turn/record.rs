@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use super::live::Live;
 use super::notices::PostError;
 use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
-use crate::store::{self, Store};
+use crate::store::{self, Store, TurnRow};
 
 /// The model as a resumable turn sees it.
 pub struct Recorded<'a, L> {
@@ -33,12 +33,16 @@ pub struct Recorded<'a, L> {
 }
 
 impl<'a, L> Recorded<'a, L> {
-    /// Loads what `turn` recorded before (nothing for a new turn).
-    pub async fn load(llm: &'a L, store: &'a Store, live: &'a Live<'a>, turn: i64) -> Result<Self, store::Error> {
+    /// Loads what `turn` recorded before: only a resumed turn can have (a new one is not
+    /// read for it).
+    pub async fn load(llm: &'a L, store: &'a Store, live: &'a Live<'a>, turn: &TurnRow) -> Result<Self, store::Error> {
         let mut replay = VecDeque::new();
-        for text in store.replies(turn).await? {
-            replay.push_back(serde_json::from_str(&text)?);
+        if turn.resumed {
+            for text in store.replies(turn.id).await? {
+                replay.push_back(serde_json::from_str(&text)?);
+            }
         }
+        let turn = turn.id;
         Ok(Self {
             llm,
             store,

@@ -97,7 +97,8 @@ async fn a_turn_claims_its_events_and_finishing_it_marks_them_processed_together
     let left: Vec<_> = s.pending_events(room).await.expect("pending").into_iter().map(|e| e.event_id).collect();
     assert_eq!(left, [event_id!("$b").to_owned()]);
     let (found, events) = s.unfinished_turn(room).await.expect("query").expect("the running turn");
-    assert_eq!(found, turn);
+    assert_eq!(found, richbot::store::TurnRow { resumed: true, ..turn.clone() }, "the same turn, read back");
+    assert!(!turn.resumed, "a turn just started has nothing recorded to replay");
     assert_eq!(events.iter().map(|e| e.event_id.as_str()).collect::<Vec<_>>(), ["$a"]);
     assert!(!events[0].processed);
 
