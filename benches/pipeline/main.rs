@@ -16,14 +16,16 @@
 //! - `turns`: 1,000 DMs ask, the LLM answering each after 1 s: one question every 5 ms
 //!   (about 200 turns in flight), then all at once: time to each answer, and richbot's own
 //!   time on both sides of the LLM call (the turn's overhead: committed question to PUT,
-//!   less the LLM's time).
+//!   less the LLM's time), and the CPU time richbot spent per turn (beside this
+//!   process's own: the load and the stand-ins share the machine).
 //! - `memory`: 10,000 group rooms with 20 messages of history each: resident memory.
 //! - `postgres` (only when named: it starts a PostgreSQL server, `scripts/start-postgres.sh`,
 //!   fsync on): the `ingest` loads and the 50-room `triage` load on SQLite and on
 //!   PostgreSQL, side by side.
 //!
 //! Figures are medians of `--repeats` runs (3) where repeated; the machine is shared, so
-//! compare ratios measured in one run.
+//! compare ratios measured in one run. `BENCH_RICHBOT=<path>` runs another build of
+//! `richbot` instead (two builds compared side by side: alternate them in one session).
 
 mod floor;
 mod load;

@@ -16,6 +16,12 @@ pub struct Server {
     _dir: tempfile::TempDir,
 }
 
+/// The `richbot` to run: the one cargo built for this benchmark, or the one `BENCH_RICHBOT`
+/// names (another build, to compare two side by side in one run on a noisy machine).
+pub fn binary() -> std::path::PathBuf {
+    std::env::var_os("BENCH_RICHBOT").map_or_else(|| env!("CARGO_BIN_EXE_richbot").into(), Into::into)
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
@@ -71,7 +77,7 @@ impl Server {
             ),
         )
         .expect("config");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_richbot"));
+        let mut command = Command::new(binary());
         command.args(["serve", "--config"]).arg(&config).stdout(Stdio::null());
         if let Some((file, filter)) = log {
             command.env("RUST_LOG", filter).stderr(std::fs::File::create(file).expect("log file"));

@@ -96,6 +96,7 @@ pub async fn dms(count: u64, delay: Duration, pace: Option<Duration>) {
     let (mut sent, mut acked): (HashMap<u64, Instant>, HashMap<u64, Instant>) = Default::default();
     // As a homeserver sends them: transactions of up to 100 events, one after another.
     let per_txn = if pace.is_some() { 1 } else { 100 };
+    let (cpu0, own0) = (server.cpu(), crate::server::cpu_of(std::process::id()));
     let start = Instant::now();
     for (i, chunk) in ns.chunks(per_txn).enumerate() {
         if let Some(p) = pace {
@@ -108,6 +109,7 @@ pub async fn dms(count: u64, delay: Duration, pace: Option<Duration>) {
         acked.extend(chunk.iter().map(|n| (*n, ack)));
     }
     let all = answered(&log, &ns, Duration::from_secs(120)).await;
+    let (cpu, own) = (server.cpu() - cpu0, crate::server::cpu_of(std::process::id()) - own0);
     let log = log.lock().expect("log");
     let series = |f: &dyn Fn(u64) -> Option<Duration>| -> Vec<Duration> { ns.iter().filter_map(|n| f(*n)).collect() };
     let mut answer = series(&|n| Some(*log.posted.get(&n)? - sent[&n]));
@@ -129,7 +131,13 @@ pub async fn dms(count: u64, delay: Duration, pace: Option<Duration>) {
         let max = v.iter().max().copied().unwrap_or_default();
         println!("| {name} | {} | {:.1} | {:.1} | {:.1} |", v.len(), ms(pct(v, 50.0)), ms(pct(v, 99.0)), ms(max));
     }
-    println!("\nall {count} answered: {all}; peak RSS {:.1} MiB", server.rss_mib().0);
+    println!(
+        "\nall {count} answered: {all}; richbot's CPU {:.2} ms per turn (this process's, the stand-ins and the \
+         load: {:.2} ms); peak RSS {:.1} MiB",
+        ms(cpu) / count as f64,
+        ms(own) / count as f64,
+        server.rss_mib().0
+    );
 }
 
 pub async fn memory(count: usize, history: u64) {

@@ -319,6 +319,31 @@ async fn cached_members_follow_every_change() {
     assert_eq!(fresh.known_members(&other).as_deref(), Some(&[][..]));
 }
 
+/// The rooms two users share are those both are joined in now: not one where either only
+/// was invited or has left, whichever of them is in more rooms (the persona, in many,
+/// and the asker, in few: the query walks the second's rooms).
+#[tokio::test]
+async fn shared_rooms_are_those_both_are_joined_in() {
+    let (s, _d) = store().await;
+    let (persona, asker) = (user_id!("@bot:x"), user_id!("@asker:x"));
+    for n in 0..50 {
+        let room = ruma::RoomId::parse(format!("!p{n:02}:x")).expect("room id");
+        s.set_membership(&room, persona, "join").await.expect("persona joins");
+    }
+    let (both, invited, left, theirs) = (room_id!("!p07:x"), room_id!("!p08:x"), room_id!("!p09:x"), room_id!("!a:x"));
+    s.set_membership(both, asker, "join").await.expect("join");
+    s.set_membership(room_id!("!p03:x"), asker, "join").await.expect("join");
+    s.set_membership(invited, asker, "invite").await.expect("invite");
+    s.set_membership(left, asker, "join").await.expect("join");
+    s.set_membership(left, asker, "leave").await.expect("leave");
+    s.set_membership(theirs, asker, "join").await.expect("join");
+    let expected = vec![room_id!("!p03:x").to_owned(), both.to_owned()];
+    assert_eq!(s.shared_rooms(persona, asker).await.expect("shared"), expected);
+    assert_eq!(s.shared_rooms(asker, persona).await.expect("shared"), expected);
+    s.set_membership(room_id!("!p03:x"), persona, "leave").await.expect("persona leaves");
+    assert_eq!(s.shared_rooms(persona, asker).await.expect("shared"), vec![both.to_owned()]);
+}
+
 /// Under a steady stream of commits the WAL is checkpointed and reused, not grown without
 /// end (a checkpoint that never completes lets it reach gigabytes).
 #[tokio::test]
