@@ -73,6 +73,7 @@
 //!     stored before the transaction is answered. A room is judged encrypted by its state.
 
 // Commands and set-up.
+pub mod process;
 mod registrar;
 pub mod check;
 pub mod init;

@@ -9,14 +9,6 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use richbot::config::{self, Settings};
 
-/// mimalloc instead of glibc's malloc: a turn allocates in many small pieces across
-/// threads (JSON, HTTP, sqlx rows), and glibc's `malloc`/`free`/`malloc_consolidate` took
-/// about an eighth of serve's samples under 200 turns a second. Built without its
-/// transparent-huge-page advice (`no_thp`): with it, 10,000 rooms' peak RSS went from 55
-/// to 85 MiB. Measured side by side with `cargo bench --bench pipeline -- turns memory`.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(name = "richbot", version, about = "A Matrix appservice that answers with rich messages from an LLM")]
 struct Cli {
@@ -200,34 +192,13 @@ fn load(path: &std::path::Path) -> anyhow::Result<Settings> {
     config::load(path, std::env::vars()).map_err(|e| anyhow::anyhow!("invalid configuration {}:\n{e}", path.display()))
 }
 
-/// The async runtime. Its threads get 8 MiB of stack, not tokio's 2: the crypto library's
-/// futures are deep (it boxes the largest, and so does richbot), and a stack overflow is
-/// an abort, not an error; 8 MiB is what a main thread gets, and costs address space only.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(8 * 1024 * 1024)
-        .build()
-        .context("starting the async runtime")
-}
-
-fn init_logging(settings: &Settings) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(settings.config.logging.filter.as_deref().unwrap_or("info")))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    if settings.config.logging.format.as_deref() == Some("json") {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+    richbot::process::runtime().context("starting the async runtime")
 }
 
 fn serve(path: PathBuf) -> anyhow::Result<()> {
     let settings = load(&path)?;
-    init_logging(&settings);
+    richbot::process::init_logging(&settings);
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }
