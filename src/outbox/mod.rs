@@ -15,8 +15,8 @@
 //! becomes `sent`; a refusal for good becomes `failed` with the homeserver's reason; a
 //! homeserver that stays unreachable leaves the row pending, for the turn to resume.
 //!
-//! Edits are paced: the slot is reserved atomically in SQL, then waited for, so writes to
-//! one message land at least `interval` apart, in the order they were reserved.
+//! Edits are paced (`edit.rs`): writes to one message land at least `interval` apart, in
+//! the order they were asked for.
 //!
 //! In an encrypted room a write is encrypted before its first attempt and the ciphertext
 //! kept with its row (`seal.rs`): every attempt sends the same bytes, and the marker
@@ -25,12 +25,11 @@
 //! Typing notices and opening a DM are here too: they are the other things a persona does
 //! in a room on a turn's behalf.
 
-use std::time::Duration;
-
 use ruma::{EventId, OwnedEventId, RoomId, UserId};
 use serde_json::Value;
 
 mod dm;
+mod edit;
 mod error;
 mod ids;
 mod marker;
@@ -75,6 +74,8 @@ pub struct Outbox {
     crypto: Option<Crypto>,
     /// One DM opened at a time (`dm`), so two asking at once share it.
     opening: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// One edit of a message at a time, from its slot's reservation to its landing.
+    edits: std::sync::Arc<edit::EditLocks>,
 }
 
 impl Outbox {
@@ -82,7 +83,16 @@ impl Outbox {
     /// of writes to one message.
     pub fn new(matrix: matrix::Client, store: Store, instance: String, interval_ms: u64) -> Self {
         let interval_ms = i64::try_from(interval_ms).unwrap_or(i64::MAX);
-        Self { matrix, store, instance, interval_ms, fence: None, crypto: None, opening: Default::default() }
+        Self {
+            matrix,
+            store,
+            instance,
+            interval_ms,
+            fence: None,
+            crypto: None,
+            opening: Default::default(),
+            edits: Default::default(),
+        }
     }
 
     /// Writes to encrypted rooms are encrypted with `crypto`.
@@ -219,69 +229,5 @@ impl Outbox {
             )
             .await?;
         Ok((id, fresh))
-    }
-
-    /// Edits `original` (a message `w.persona` sent), waiting for its slot. Returns the
-    /// edit's event id and how long it waited.
-    pub async fn edit(&self, w: &Write<'_>, original: &EventId, content: &Value) -> Result<(OwnedEventId, u64), Error> {
-        self.edit_as(w, "edit", original, content).await
-    }
-
-    /// An intermediate edit of a live message (its content may differ from a crashed run's).
-    pub async fn edit_live(&self, w: &Write<'_>, original: &EventId, content: &Value) -> Result<(), Error> {
-        self.edit_as(w, "live-edit", original, content).await.map(drop)
-    }
-
-    async fn edit_as(
-        &self,
-        w: &Write<'_>,
-        kind: &str,
-        original: &EventId,
-        content: &Value,
-    ) -> Result<(OwnedEventId, u64), Error> {
-        let (txn, done, sealed) = self.claim(w, kind, content).await?;
-        if let Some(Landed { id, .. }) = done {
-            // Landed already (now found, or recorded): make sure it is recorded.
-            let landed = now_ms();
-            let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
-            self.store.edit_landed(original, &new_content, landed, self.interval_ms).await?;
-            self.record_edit((w, &txn), &id, original, content, landed).await?;
-            return Ok((id, 0));
-        }
-        let now = now_ms();
-        let slot =
-            self.store.reserve_edit_slot(original, w.persona, now, self.interval_ms).await?.ok_or(Error::NotOwner)?;
-        let waited = u64::try_from(slot - now).unwrap_or(0);
-        if waited > 0 {
-            tokio::time::sleep(Duration::from_millis(waited)).await;
-        }
-        let (id, _) = self.put(&txn, w, (MESSAGE, content), sealed).await?;
-        let done_at = now_ms();
-        let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
-        self.store.edit_landed(original, &new_content, done_at, self.interval_ms).await?;
-        self.record_edit((w, &txn), &id, original, content, done_at).await?;
-        Ok((id, waited))
-    }
-
-    /// Records an edit that landed, and its outbox write `txn` sent, in one commit.
-    async fn record_edit(
-        &self,
-        (w, txn): (&Write<'_>, &str),
-        id: &EventId,
-        original: &EventId,
-        content: &Value,
-        at: i64,
-    ) -> Result<(), Error> {
-        let edit = NewSent {
-            event_id: id,
-            room_id: w.room,
-            sender: w.persona,
-            thread_root: None,
-            replaces: Some(original),
-            content,
-            sent_at: at,
-            next_edit_at: at,
-        };
-        Ok(self.store.record_landed(&edit, Some(txn)).await?)
     }
 }

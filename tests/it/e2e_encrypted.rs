@@ -77,14 +77,15 @@ async fn a_rich_message_and_its_edit_decrypt_with_the_payload_intact_and_the_edi
         "{ours:#?}"
     );
     let (sent, edit) = (ours[0], ours[1]);
-    assert_eq!(sent["content"]["com.ianm.mtrix"], tracker("packed"), "the payload decrypts intact");
-    assert_eq!(sent["content"]["body"], "Parcel: packed");
+    assert_eq!(sent["content"]["com.ianm.mtrix"], tracker("packed"), "the payload decrypts intact: {ours:#?}");
+    assert_eq!(sent["content"]["body"], "Parcel: packed", "{ours:#?}");
     // The relation travels in the clear (the homeserver aggregates it); the new content
     // only inside.
-    assert_eq!(edit["wire_content"]["m.relates_to"], json!({"rel_type": "m.replace", "event_id": sent["event_id"]}));
+    let replaces = json!({"rel_type": "m.replace", "event_id": sent["event_id"]});
+    assert_eq!(edit["wire_content"]["m.relates_to"], replaces, "{ours:#?}");
     assert!(edit["wire_content"].get("m.new_content").is_none(), "{edit:#?}");
-    assert_eq!(edit["content"]["m.new_content"]["com.ianm.mtrix"], tracker("shipped"));
-    assert_eq!(edit["content"]["body"], "* Parcel: shipped");
+    assert_eq!(edit["content"]["m.new_content"]["com.ianm.mtrix"], tracker("shipped"), "{edit:#?}");
+    assert_eq!(edit["content"]["body"], "* Parcel: shipped", "{edit:#?}");
     alice.stop().await;
 }
 

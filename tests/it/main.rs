@@ -36,6 +36,7 @@ mod matrix_retry;
 mod migrate;
 mod mcp;
 mod outbox_flush;
+mod outbox_pace;
 mod pipeline;
 mod packaging;
 mod plan;

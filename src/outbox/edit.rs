@@ -1,0 +1,121 @@
+//! Edits, at the pace: writes to one message land at least `interval` apart.
+//!
+//! Two things hold the pace. The slot is reserved in SQL (`reserve_edit_slot`), which
+//! survives a restart and orders the edits. And within the process, one edit of a message
+//! at a time, from its reservation to its landing ([`EditLocks`]): a slot reserved while
+//! the edit before it was still on its way would be counted from that edit's slot, not
+//! from when it landed, and an edit whose PUT took longer than the next one's landed less
+//! than `interval` before it (a clean-clone CI run saw two edits 2.4 s apart). Reserved
+//! after the one before landed, the slot is at least that landing plus `interval`
+//! (`edit_landed`), and the homeserver stamps the write after its slot.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ruma::{EventId, OwnedEventId};
+use serde_json::Value;
+
+use super::{Error, Landed, MESSAGE, Outbox, Write};
+use crate::clock::now_ms;
+use crate::store::NewSent;
+
+/// One lock per message being edited, kept only while an edit holds or awaits it.
+#[derive(Debug, Default)]
+pub(super) struct EditLocks(Mutex<HashMap<OwnedEventId, Arc<tokio::sync::Mutex<()>>>>);
+
+/// An edit's hold on its message; dropping it lets the next edit reserve its slot.
+struct Held<'a> {
+    locks: &'a EditLocks,
+    message: &'a EventId,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl EditLocks {
+    /// Waits for the edits of `message` before this one (in the order they asked) to land.
+    async fn hold<'a>(&'a self, message: &'a EventId) -> Held<'a> {
+        let lock = {
+            let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            map.entry(message.to_owned()).or_default().clone()
+        };
+        Held { locks: self, message, guard: Some(lock.lock_owned().await) }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut map = self.locks.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        drop(self.guard.take());
+        // Only the map holds it now (clones are taken under the map's lock): no edit waits.
+        if map.get(self.message).is_some_and(|lock| Arc::strong_count(lock) == 1) {
+            map.remove(self.message);
+        }
+    }
+}
+
+impl Outbox {
+    /// Edits `original` (a message `w.persona` sent), waiting for its slot. Returns the
+    /// edit's event id and how long it waited.
+    pub async fn edit(&self, w: &Write<'_>, original: &EventId, content: &Value) -> Result<(OwnedEventId, u64), Error> {
+        self.edit_as(w, "edit", original, content).await
+    }
+
+    /// An intermediate edit of a live message (its content may differ from a crashed run's).
+    pub async fn edit_live(&self, w: &Write<'_>, original: &EventId, content: &Value) -> Result<(), Error> {
+        self.edit_as(w, "live-edit", original, content).await.map(drop)
+    }
+
+    async fn edit_as(
+        &self,
+        w: &Write<'_>,
+        kind: &str,
+        original: &EventId,
+        content: &Value,
+    ) -> Result<(OwnedEventId, u64), Error> {
+        let (txn, done, sealed) = self.claim(w, kind, content).await?;
+        let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
+        if let Some(Landed { id, .. }) = done {
+            // Landed already (now found, or recorded): make sure it is recorded.
+            let landed = now_ms();
+            self.store.edit_landed(original, &new_content, landed, self.interval_ms).await?;
+            self.record_edit((w, &txn), &id, original, content, landed).await?;
+            return Ok((id, 0));
+        }
+        let asked = now_ms();
+        let _held = self.edits.hold(original).await;
+        let now = now_ms();
+        let slot =
+            self.store.reserve_edit_slot(original, w.persona, now, self.interval_ms).await?.ok_or(Error::NotOwner)?;
+        if slot > now {
+            tokio::time::sleep(Duration::from_millis(u64::try_from(slot - now).unwrap_or(0))).await;
+        }
+        let waited = u64::try_from(slot.max(now) - asked).unwrap_or(0);
+        let (id, _) = self.put(&txn, w, (MESSAGE, content), sealed).await?;
+        let done_at = now_ms();
+        self.store.edit_landed(original, &new_content, done_at, self.interval_ms).await?;
+        self.record_edit((w, &txn), &id, original, content, done_at).await?;
+        Ok((id, waited))
+    }
+
+    /// Records an edit that landed, and its outbox write `txn` sent, in one commit.
+    async fn record_edit(
+        &self,
+        (w, txn): (&Write<'_>, &str),
+        id: &EventId,
+        original: &EventId,
+        content: &Value,
+        at: i64,
+    ) -> Result<(), Error> {
+        let edit = NewSent {
+            event_id: id,
+            room_id: w.room,
+            sender: w.persona,
+            thread_root: None,
+            replaces: Some(original),
+            content,
+            sent_at: at,
+            next_edit_at: at,
+        };
+        Ok(self.store.record_landed(&edit, Some(txn)).await?)
+    }
+}
