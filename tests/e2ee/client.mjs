@@ -182,10 +182,12 @@ const commands = {
   /// Waits until `sender` has `count` messages (of `type`) in `room` that are decrypted,
   /// and returns all of the room's events. A message whose room key is still on its way is
   /// a decryption failure for a moment (the key comes by to-device, which a loaded machine
-  /// may deliver a sync later): it counts once it decrypts. On time-out, the error lists
-  /// what `sender` has so far.
+  /// may deliver a sync later): it counts once it decrypts. The SDK gives a failure the
+  /// type `m.room.message` (an `m.bad.encrypted` body), so the type alone does not tell:
+  /// counted, a failure ended the wait before the message decrypted. On time-out, the
+  /// error lists what `sender` has so far.
   async wait_messages({ room, sender, count, timeout_ms = 60000, type = "m.room.message" }) {
-    const counts = (e) => e.sender === sender && e.type === type;
+    const counts = (e) => e.sender === sender && e.type === type && e.decryption_failure === null;
     try {
       const events = await until(`${count} message(s) from ${sender}`, timeout_ms, () => {
         const all = timeline(room);
