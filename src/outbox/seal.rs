@@ -48,7 +48,6 @@ impl Outbox {
                 None => (event_type, content, None),
             },
         };
-        self.store.outbox_attempt(txn).await?;
         match self.matrix.send(w.room, event_type, txn, &body, w.persona).await {
             Ok(id) => Ok((id, earlier)),
             Err(matrix::Error::Refused { status, errcode, error }) => {

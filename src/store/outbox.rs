@@ -35,7 +35,8 @@ pub enum OutboxState {
 pub struct OutboxRow {
     pub txn_id: String,
     pub state: OutboxState,
-    /// Attempts made so far: a pending row with attempts may have landed unseen.
+    /// Attempts made before this claim (a claim of a pending write counts as one): a
+    /// pending row with attempts may have landed unseen.
     pub attempts: i64,
     /// Whether the row was made for the same room, kind and content as this claim.
     pub same: bool,
@@ -49,12 +50,18 @@ pub struct OutboxRow {
 impl Store {
     /// The write `w`, creating it (pending, with `w.txn_id`) if it is new. A resumed turn
     /// gets the row it made before the crash, with that row's transaction id.
+    ///
+    /// A claim of a pending write counts as an attempt at it, in the same statement: the
+    /// claim is followed by a PUT, and the count is what tells a resumed turn to look for
+    /// a write that may have landed unseen (with one statement fewer per write, and
+    /// flushed with the claim, not only written to the WAL after it). A claim that no PUT
+    /// followed (a crash between them) costs its resumption one look that finds nothing.
     pub async fn outbox_claim(&self, w: &NewWrite<'_>, now: i64) -> Result<OutboxRow> {
         // A new write is known whole from its insert: one statement. Only a claim made
         // before (a resumed turn's, whose insert does nothing) reads the row back.
         let inserted = sqlx::query(
-            "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at, kind, content_hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (turn_id, seq) DO NOTHING RETURNING txn_id",
+            "INSERT INTO outbox (txn_id, turn_id, seq, room_id, sender, created_at, kind, content_hash, attempts)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1) ON CONFLICT (turn_id, seq) DO NOTHING RETURNING txn_id",
         )
         .bind(w.txn_id)
         .bind(w.turn)
@@ -78,15 +85,16 @@ impl Store {
             });
         }
         let row = sqlx::query(
-            "SELECT txn_id, state, event_id, error, attempts, room_id, kind, content_hash, created_at, sealed, sealed_clear
-             FROM outbox
-             WHERE turn_id = $1 AND seq = $2",
+            "UPDATE outbox SET attempts = attempts + CASE WHEN state = 'pending' THEN 1 ELSE 0 END
+             WHERE turn_id = $1 AND seq = $2
+             RETURNING txn_id, state, event_id, error, attempts, room_id, kind, content_hash, created_at, sealed, sealed_clear",
         )
         .bind(w.turn)
         .bind(w.seq)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.writer)
         .await?;
         let state: String = row.try_get("state")?;
+        let counted = i64::from(state == "pending");
         let state = match (state.as_str(), opt_id(&row, "event_id")?) {
             ("sent", Some(event_id)) => OutboxState::Sent(event_id),
             ("failed", _) => OutboxState::Failed(row.try_get::<Option<String>, _>("error")?.unwrap_or_default()),
@@ -98,7 +106,7 @@ impl Store {
         Ok(OutboxRow {
             txn_id: row.try_get("txn_id")?,
             state,
-            attempts: row.try_get("attempts")?,
+            attempts: row.try_get::<i64, _>("attempts")? - counted,
             same,
             created_at: row.try_get("created_at")?,
             sealed: match (row.try_get("sealed")?, row.try_get("sealed_clear")?) {
@@ -114,15 +122,6 @@ impl Store {
         sqlx::query("UPDATE outbox SET sealed = $1, sealed_clear = $2 WHERE txn_id = $3")
             .bind(sealed)
             .bind(clear)
-            .bind(txn_id)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
-    }
-
-    /// Counts an attempt at a write.
-    pub async fn outbox_attempt(&self, txn_id: &str) -> Result<()> {
-        sqlx::query("UPDATE outbox SET attempts = attempts + 1 WHERE txn_id = $1")
             .bind(txn_id)
             .execute(&self.writer)
             .await?;
