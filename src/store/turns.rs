@@ -153,11 +153,13 @@ impl Store {
         rows.iter().map(|r| Ok(r.try_get("reply")?)).collect()
     }
 
-    /// Finishes a turn and marks its events handled, atomically.
+    /// Finishes a turn and marks its events handled, atomically. Only a running turn is
+    /// finished: one finished already (by another instance that took the room over) keeps
+    /// its first outcome, and its events stay as they are. The rest of a turn's end (its
+    /// events processed, the record of replies and tool results that exists only to
+    /// resume it deleted, as it holds model text and tool output) is done by the
+    /// `turn_done` trigger (migration 0029), in this one statement.
     pub async fn finish_turn(&self, id: i64, record: &TurnRecord, now: i64) -> Result<bool> {
-        let mut tx = self.writer.begin().await?;
-        // Only a running turn is finished: one finished already (by another instance that
-        // took the room over) keeps its first outcome, and its events stay as they are.
         let done = sqlx::query(
             "UPDATE turns SET state = 'done', finished_at = $1, outcome = $2, rounds = $3, prompt_tokens = $4, completion_tokens = $5
              WHERE id = $6 AND state = 'running'",
@@ -168,19 +170,9 @@ impl Store {
         .bind(record.prompt_tokens as i64)
         .bind(record.completion_tokens as i64)
         .bind(id)
-        .execute(&mut *tx)
+        .execute(&self.writer)
         .await?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        sqlx::query("UPDATE events SET processed = 1 WHERE turn_id = $1").bind(id).execute(&mut *tx).await?;
-        // The record of replies and tool results exists only to resume the turn: it holds
-        // model text and tool output (files, pages), so it goes with the turn.
-        for table in ["turn_replies", "tool_results", "tool_starts"] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE turn_id = $1")).bind(id).execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(true)
+        Ok(done.rows_affected() > 0)
     }
 
     /// Finished turns of a room: (outcome, rounds, prompt tokens, completion tokens).

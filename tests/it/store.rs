@@ -102,9 +102,18 @@ async fn a_turn_claims_its_events_and_finishing_it_marks_them_processed_together
     assert_eq!(events.iter().map(|e| e.event_id.as_str()).collect::<Vec<_>>(), ["$a"]);
     assert!(!events[0].processed);
 
+    // What is kept to resume it goes with its end.
+    s.record_reply(turn.id, 0, "{}").await.expect("reply");
+    s.start_tool(turn.id, 0, 15).await.expect("start");
+    s.record_tool_result(turn.id, 0, "the file's contents").await.expect("result");
     let record = TurnRecord { outcome: "answered".into(), rounds: 2, prompt_tokens: 5, completion_tokens: 3 };
-    s.finish_turn(turn.id, &record, 20).await.expect("finish");
+    assert!(s.finish_turn(turn.id, &record, 20).await.expect("finish"));
     assert!(s.unfinished_turn(room).await.expect("query").is_none(), "a finished turn is not resumed");
+    assert!(s.replies(turn.id).await.expect("replies").is_empty());
+    assert_eq!(s.tool_result(turn.id, 0).await.expect("result"), None);
+    assert!(!s.tool_started(turn.id, 0).await.expect("started"));
+    let again = TurnRecord { outcome: "no_reply".into(), ..record.clone() };
+    assert!(!s.finish_turn(turn.id, &again, 30).await.expect("finish"), "finished once");
     assert!(s.event(event_id!("$a")).await.expect("query").expect("stored").processed);
     assert_eq!(s.turn_outcomes(room).await.expect("outcomes"), [("answered".to_owned(), 2, 5, 3)]);
     s.mark_processed(&[s.pending_events(room).await.expect("pending")[0].seq]).await.expect("mark");
@@ -118,12 +127,13 @@ async fn an_outbox_claim_is_idempotent_and_keeps_its_first_transaction_id() {
     let write = |txn_id| NewWrite { txn_id, turn: 7, seq: 0, room, sender: bot, kind: "send", content_hash: "h1" };
     let first = s.outbox_claim(&write("rb.i.7.0"), 1).await.expect("claim");
     assert_eq!((first.txn_id.as_str(), &first.state), ("rb.i.7.0", &OutboxState::Pending));
-    // A resumed turn claims the same write (even with another candidate id): same row.
+    assert_eq!(first.attempts, 0, "nothing attempted before the first claim");
+    // A resumed turn claims the same write (even with another candidate id): the same row,
+    // whose claim counted as an attempt (its PUT may have landed unseen).
     let again = s.outbox_claim(&write("rb.other.7.0"), 2).await.expect("claim");
-    assert_eq!(again, first);
-    s.outbox_attempt("rb.i.7.0").await.expect("attempt");
+    assert_eq!(again, richbot::store::OutboxRow { attempts: 1, ..first.clone() }, "may have landed unseen");
     let attempted = s.outbox_claim(&write("rb.i.7.0"), 2).await.expect("claim");
-    assert_eq!((attempted.attempts, attempted.same), (1, true), "an attempted write may have landed unseen");
+    assert_eq!((attempted.attempts, attempted.same), (2, true), "each claim of a pending write counts");
     let other = NewWrite { content_hash: "another", ..write("rb.i.7.0") };
     assert!(!s.outbox_claim(&other, 2).await.expect("claim").same, "a different content under the same id");
     s.outbox_sent("rb.i.7.0", event_id!("$landed")).await.expect("sent");
