@@ -5,9 +5,9 @@
 //! at a time, from its reservation to its landing ([`EditLocks`]): a slot reserved while
 //! the edit before it was still on its way would be counted from that edit's slot, not
 //! from when it landed, and an edit whose PUT took longer than the next one's landed less
-//! than `interval` before it (a clean-clone CI run saw two edits 2.4 s apart). Reserved
-//! after the one before landed, the slot is at least that landing plus `interval`
-//! (`edit_landed`), and the homeserver stamps the write after its slot.
+//! than `interval` before it. Reserved after the one before landed, the slot is at least
+//! that landing plus `interval` (`edit_landed`), and the homeserver stamps the write after
+//! its slot.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -73,12 +73,9 @@ impl Outbox {
         content: &Value,
     ) -> Result<(OwnedEventId, u64), Error> {
         let (txn, done, sealed) = self.claim(w, kind, content).await?;
-        let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
         if let Some(Landed { id, .. }) = done {
             // Landed already (now found, or recorded): make sure it is recorded.
-            let landed = now_ms();
-            self.store.edit_landed(original, &new_content, landed, self.interval_ms).await?;
-            self.record_edit((w, &txn), &id, original, content, landed).await?;
+            self.record_edit((w, &txn), &id, original, content, now_ms()).await?;
             return Ok((id, 0));
         }
         let asked = now_ms();
@@ -91,13 +88,12 @@ impl Outbox {
         }
         let waited = u64::try_from(slot.max(now) - asked).unwrap_or(0);
         let (id, _) = self.put(&txn, w, (MESSAGE, content), sealed).await?;
-        let done_at = now_ms();
-        self.store.edit_landed(original, &new_content, done_at, self.interval_ms).await?;
-        self.record_edit((w, &txn), &id, original, content, done_at).await?;
+        self.record_edit((w, &txn), &id, original, content, now_ms()).await?;
         Ok((id, waited))
     }
 
-    /// Records an edit that landed, and its outbox write `txn` sent, in one commit.
+    /// Records an edit that landed at `at`: the message's new content and next slot, then
+    /// the edit, and its outbox write `txn` sent, in one commit.
     async fn record_edit(
         &self,
         (w, txn): (&Write<'_>, &str),
@@ -106,6 +102,8 @@ impl Outbox {
         content: &Value,
         at: i64,
     ) -> Result<(), Error> {
+        let new_content = content.get("m.new_content").cloned().unwrap_or(Value::Null);
+        self.store.edit_landed(original, &new_content, at, self.interval_ms).await?;
         let edit = NewSent {
             event_id: id,
             room_id: w.room,
