@@ -93,7 +93,8 @@ impl Outbox {
     }
 
     /// Records an edit that landed at `at`: the message's new content and next slot, then
-    /// the edit, and its outbox write `txn` sent, in one commit.
+    /// the edit, and its outbox write `txn` sent, last: each step can be done again, so a
+    /// crash between them leaves the write unsent, found landed and recorded again.
     async fn record_edit(
         &self,
         (w, txn): (&Write<'_>, &str),

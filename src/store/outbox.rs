@@ -130,8 +130,12 @@ impl Store {
 
     /// Records that a write landed as `event_id`.
     pub async fn outbox_sent(&self, txn_id: &str, event_id: &ruma::EventId) -> Result<()> {
-        let mut conn = self.writer.acquire().await?;
-        mark_sent(&mut conn, txn_id, event_id).await
+        sqlx::query("UPDATE outbox SET state = 'sent', event_id = $1, error = NULL WHERE txn_id = $2")
+            .bind(event_id.as_str())
+            .bind(txn_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 
     /// Records that the homeserver refused a write for good, with its reason.
@@ -143,14 +147,4 @@ impl Store {
             .await?;
         Ok(())
     }
-}
-
-/// Marks the write `txn_id` landed as `event_id`, on `conn` (a transaction's, or not).
-pub(super) async fn mark_sent(conn: &mut sqlx::AnyConnection, txn_id: &str, event_id: &ruma::EventId) -> Result<()> {
-    sqlx::query("UPDATE outbox SET state = 'sent', event_id = $1, error = NULL WHERE txn_id = $2")
-        .bind(event_id.as_str())
-        .bind(txn_id)
-        .execute(conn)
-        .await?;
-    Ok(())
 }

@@ -48,9 +48,11 @@ impl Store {
     }
 
     /// [`Store::record_sent`] and, with `txn_id`, the outbox write it landed as marked
-    /// sent, in one commit.
+    /// sent, last. Three statements, not a transaction (whose BEGIN and COMMIT would be
+    /// two more round trips to the database on every answer): each is idempotent, and
+    /// the write stays unsent until the message is recorded, so after a crash between
+    /// them the write is found landed (its marker) and recorded again.
     pub async fn record_landed(&self, m: &NewSent<'_>, txn_id: Option<&str>) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
         sqlx::query(
             "INSERT INTO sent_messages (event_id, room_id, sender, thread_root, replaces, content, sent_at, next_edit_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING",
@@ -63,7 +65,7 @@ impl Store {
         .bind(m.content.to_string())
         .bind(m.sent_at)
         .bind(m.next_edit_at)
-        .execute(&mut *tx)
+        .execute(&self.writer)
         .await?;
         let echo = serde_json::json!({
             "type": "m.room.message", "event_id": m.event_id, "sender": m.sender, "room_id": m.room_id,
@@ -78,12 +80,11 @@ impl Store {
         .bind(m.sender.as_str())
         .bind(m.sent_at)
         .bind(echo.to_string())
-        .execute(&mut *tx)
+        .execute(&self.writer)
         .await?;
         if let Some(txn_id) = txn_id {
-            super::outbox::mark_sent(&mut tx, txn_id, m.event_id).await?;
+            self.outbox_sent(txn_id, m.event_id).await?;
         }
-        tx.commit().await?;
         Ok(())
     }
 

@@ -41,7 +41,7 @@ pub struct TurnRecord {
 }
 
 impl Store {
-    /// Starts a turn answering the events `seqs` (claimed by it in the same transaction);
+    /// Starts a turn answering the events `seqs` (claimed by it in the same statement);
     /// with `notice`, a turn that only posts that notice.
     pub async fn start_turn(
         &self,
@@ -52,10 +52,12 @@ impl Store {
         notice: Option<&Notice>,
         now: i64,
     ) -> Result<TurnRow> {
-        let mut tx = self.writer.begin().await?;
+        // One statement: the `turn_claims` trigger (migration 0030) gives the events in
+        // `claims` the new turn's id.
+        let claims = serde_json::to_string(seqs)?;
         let id: i64 = sqlx::query(
-            "INSERT INTO turns (room_id, persona, asker, started_at, notice, notice_outcome)
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            "INSERT INTO turns (room_id, persona, asker, started_at, notice, notice_outcome, claims)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
         )
         .bind(room_id.as_str())
         .bind(persona.as_str())
@@ -63,18 +65,10 @@ impl Store {
         .bind(now)
         .bind(notice.map(|n| n.text.as_str()))
         .bind(notice.map(|n| n.outcome.as_str()))
-        .fetch_one(&mut *tx)
+        .bind(claims)
+        .fetch_one(&self.writer)
         .await?
         .try_get("id")?;
-        for chunk in seqs.chunks(super::LIST_CHUNK) {
-            let sql = format!("UPDATE events SET turn_id = $1 WHERE seq IN ({})", super::list(2, chunk.len()));
-            chunk
-                .iter()
-                .fold(sqlx::query(&self.many_params(&sql)).bind(id), |q, seq| q.bind(*seq))
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
         Ok(TurnRow {
             id,
             room_id: room_id.to_owned(),

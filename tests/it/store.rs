@@ -423,4 +423,13 @@ async fn a_sent_message_is_in_the_history_at_once_and_its_echo_is_not_stored_twi
     };
     assert_eq!(s.insert_events(&[echo], 3).await.expect("echo"), 0, "not stored twice");
     assert!(s.pending_events(room).await.expect("pending").iter().all(|e| e.event_id != "$a"), "nothing to do for it");
+
+    // Recorded again with the write it landed as, as a resumed turn does when a crash came
+    // between recording it and marking its write sent: the write is sent, the message
+    // still there once.
+    let write = NewWrite { txn_id: "rb.i.9.0", turn: 9, seq: 0, room, sender: bot, kind: "send", content_hash: "h" };
+    s.outbox_claim(&write, 4).await.expect("claim");
+    s.record_landed(&sent, Some("rb.i.9.0")).await.expect("recorded again");
+    assert_eq!(s.outbox_claim(&write, 5).await.expect("claim").state, OutboxState::Sent(event_id!("$a").to_owned()));
+    assert_eq!(s.history(room, i64::MAX, 10).await.expect("history").len(), 2, "the question and the answer");
 }
