@@ -127,7 +127,8 @@ impl Outbox {
         Ok(self.store.sent_message(event).await?.map(|m| m.content))
     }
 
-    /// Turns the persona's typing notice on until [`Typing::stop`] (renewed every 20 s).
+    /// The persona's typing notice, on once the turn has taken a second, until
+    /// [`Typing::stop`] (renewed every 20 s).
     pub fn typing(&self, room: &RoomId, persona: &UserId) -> Typing {
         Typing::start(self.matrix.clone(), room, persona)
     }

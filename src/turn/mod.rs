@@ -6,9 +6,9 @@
 //! 2. The conversation is built (`context`, pure) from the room's stored history up to
 //!    the moment the turn starts (later answers of the persona included); the
 //!    tools are offered with the rooms the asker may name (`targets::choices`).
-//! 3. The agent loop runs with the persona's typing notice on, within the turn's deadline
-//!    and its bounds (rounds, tool calls per reply); every model call is metered against
-//!    the token budgets (`crate::budget`). Each tool call goes through the
+//! 3. The agent loop runs with the persona's typing notice (on after a second), within
+//!    the turn's deadline and its bounds (rounds, tool calls per reply); every model call
+//!    is metered against the token budgets (`crate::budget`). Each tool call goes through the
 //!    [`runner`](runner::Runner): `plan`, the sandbox (`targets`), the write cap,
 //!    rendering, and the outbox, which gives every write a transaction id fixed before
 //!    its first attempt.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::fake_hs::{Bot, FakeHs, Reply, invite};
+use crate::support::fake_hs::{Bot, FakeHs, Reply, invite, message};
 use crate::support::llm::{call, last_tool_result, text};
 use crate::support::{FakeLlm, eventually};
 
@@ -92,14 +92,7 @@ async fn a_write_that_fails_for_now_is_retried_without_asking_again_and_one_refu
 
 #[tokio::test]
 async fn an_answer_too_large_for_one_event_goes_out_in_several_each_within_the_cap() {
-    let fake = FakeHs::start(|r| {
-        if r.path().ends_with("/joined_members") {
-            Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}))
-        } else {
-            Reply::ok(json!({"event_id": "$sent"}))
-        }
-    })
-    .await;
+    let fake = dm_homeserver().await;
     let llm = FakeLlm::start().await;
     llm.script([text(&"word ".repeat(20_000))]);
     let bot = Bot::start(&fake.url, &llm.base_url, "").await;
@@ -229,4 +222,35 @@ async fn a_refused_final_edit_ends_the_live_message_and_the_rest_follows_as_new_
     let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
     assert_eq!(words(&said), words(&whole), "what was shown, then the rest: nothing lost");
     bot.stop().await;
+}
+
+/// A quick answer shows no typing notice: it would flash on and off, two homeserver calls
+/// on the answer's way. (That one which takes a while shows it, on and then off, is
+/// `e2e_rooms::the_persona_is_typing_while_the_model_thinks`, on a real Synapse.)
+#[tokio::test]
+async fn a_quick_answer_shows_no_typing_notice() {
+    let fake = dm_homeserver().await;
+    let llm = FakeLlm::start().await;
+    llm.script([text("quick")]);
+    let bot = Bot::start(&fake.url, &llm.base_url, "").await;
+    bot.push("1", vec![invite()]).await;
+    bot.push("2", vec![message("$q1", "@alice:x", "quick?")]).await;
+    assert_eq!(bot.finished_turns(1).await[0].0, "answered");
+    let requests = fake.requests();
+    assert!(requests.iter().any(|r| r.path().contains("/send/m.room.message/")), "the answer was posted");
+    let typing: Vec<&str> = requests.iter().map(|r| r.path()).filter(|p| p.contains("/typing/")).collect();
+    assert!(typing.is_empty(), "no notice for a quick answer: {typing:?}");
+    bot.stop().await;
+}
+
+/// A homeserver that takes every write, where alice and the persona are in the DM.
+async fn dm_homeserver() -> FakeHs {
+    FakeHs::start(|r| {
+        if r.path().ends_with("/joined_members") {
+            Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}))
+        } else {
+            Reply::ok(json!({"event_id": "$sent"}))
+        }
+    })
+    .await
 }
