@@ -19,19 +19,32 @@
 //!   less the LLM's time), and the CPU time richbot spent per turn (beside this
 //!   process's own: the load and the stand-ins share the machine).
 //! - `memory`: 10,000 group rooms with 20 messages of history each: resident memory.
+//! - `crypto`: what end-to-end encryption adds, in this process over richbot's crypto
+//!   store: an answer in a 2-member and a 100-member room (the first: devices queried,
+//!   Olm sessions opened, the room key shared; the next: encrypt), decrypting a message,
+//!   and the door's crypto inbox row beside a transaction.
 //! - `postgres` (only when named: it starts a PostgreSQL server, `scripts/start-postgres.sh`,
 //!   fsync on): the `ingest` loads and the 50-room `triage` load on SQLite and on
 //!   PostgreSQL, side by side.
+//! - `synapse` (only when named: it installs Synapse from PyPI, as the tests do, and starts
+//!   it): richbot beside a bot that does nothing (`trivial`), both on one real Synapse, 16
+//!   people in a DM with each asking (`--repeats` rounds one at a time, then all at once),
+//!   the answer's time measured as a client sees it, through `/sync`. `synapse-plain`:
+//!   the same with richbot's `[encryption]` off, to show what following devices and keys
+//!   costs.
 //!
 //! Figures are medians of `--repeats` runs (3) where repeated; the machine is shared, so
 //! compare ratios measured in one run. `BENCH_RICHBOT=<path>` runs another build of
 //! `richbot` instead (two builds compared side by side: alternate them in one session).
 
+mod crypto;
 mod floor;
 mod load;
 mod roundtrips;
 mod server;
 mod stand_in;
+mod synapse;
+mod trivial;
 mod turns;
 
 use std::time::Duration;
@@ -72,8 +85,17 @@ async fn main() {
     if pick("memory") {
         turns::memory(10_000, 20).await;
     }
+    if pick("crypto") {
+        crypto::costs(opts.repeats).await;
+    }
     if named.contains(&"postgres") {
         postgres(&opts).await;
+    }
+    if named.contains(&"synapse") {
+        synapse::compare(16, opts.repeats.max(1), true).await;
+    }
+    if named.contains(&"synapse-plain") {
+        synapse::compare(16, opts.repeats.max(1), false).await;
     }
 }
 

@@ -40,6 +40,20 @@ impl Server {
         Self::launch(hs_url, llm_url, (false, None), Some((log, rust_log))).await
     }
 
+    /// Like [`Server::start`] (SQLite, `synchronous = "full"`), on `port` with the
+    /// registration a real homeserver was given (`registration`); `encryption` false:
+    /// `[encryption] enabled = false`.
+    pub async fn start_registered(
+        hs_url: &str,
+        llm_url: &str,
+        (registration, port): (&std::path::Path, u16),
+        encryption: bool,
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let extra = if encryption { "" } else { "[encryption]\nenabled = false\n" };
+        Self::launch_in(dir, (hs_url, llm_url), (registration.to_owned(), port), (false, None), None, extra).await
+    }
+
     async fn launch(
         hs_url: &str,
         llm_url: &str,
@@ -58,6 +72,17 @@ impl Server {
             ),
         )
         .expect("registration");
+        Self::launch_in(dir, (hs_url, llm_url), (registration, port), (normal, postgres), log, "").await
+    }
+
+    async fn launch_in(
+        dir: tempfile::TempDir,
+        (hs_url, llm_url): (&str, &str),
+        (registration, port): (std::path::PathBuf, u16),
+        (normal, postgres): (bool, Option<&str>),
+        log: Option<(&std::path::Path, &str)>,
+        extra_toml: &str,
+    ) -> Self {
         let db = match postgres {
             Some(server) => new_database(server).await,
             None => format!("sqlite://{}", dir.path().join("richbot.db").display()),
@@ -70,7 +95,7 @@ impl Server {
                  listen = \"127.0.0.1:{port}\"\n[database]\nurl = \"{}\"\nsynchronous = \"{}\"\n[llm]\nbase_url = \"{llm_url}\"\n\
                  model = \"bench\"\napi_key = \"bench-key\"\n[[personas]]\nlocalpart = \"richbot\"\n\
                  display_name = \"Richbot\"\nsystem_prompt = \"bench\"\n[limits]\ntokens_per_day = 0\n\
-                 tokens_per_room_per_day = 0\ntokens_per_user_per_day = 0\n[logging]\nfilter = \"error\"\n",
+                 tokens_per_room_per_day = 0\ntokens_per_user_per_day = 0\n[logging]\nfilter = \"error\"\n{extra_toml}",
                 registration.display(),
                 db,
                 if normal { "normal" } else { "full" },
@@ -85,7 +110,8 @@ impl Server {
         let child = command.spawn().expect("richbot serve");
         let url = format!("http://127.0.0.1:{port}");
         let server = Self { child, url, db, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Generous: against a real Synapse, start-up makes the personas' devices and keys.
+        let deadline = Instant::now() + Duration::from_secs(120);
         let http = reqwest::Client::new();
         while http.get(format!("{}/health", server.url)).send().await.map(|r| r.status().is_success()).ok()
             != Some(true)

@@ -171,6 +171,19 @@ impl Synapse {
         }
     }
 
+    /// Registers another appservice beside ours, from its registration file, and restarts
+    /// Synapse to read it (it reads registrations only at start).
+    #[allow(dead_code, reason = "the pipeline bench's synapse scenario uses it, no test does")]
+    pub fn add_appservice(&mut self, registration: &Path) {
+        let config = self.dir.join("homeserver.yaml");
+        let yaml = std::fs::read_to_string(&config).expect("homeserver.yaml");
+        let ours = format!("app_service_config_files: [\"{}\"", self.registration.display());
+        assert!(yaml.contains(&ours), "our registration in the config");
+        let both = format!("{ours}, \"{}\"", registration.display());
+        std::fs::write(&config, yaml.replacen(&ours, &both, 1)).expect("homeserver.yaml");
+        self.restart();
+    }
+
     /// Stops and starts Synapse on the same database and port.
     pub fn restart(&mut self) {
         self.stop();

@@ -4,7 +4,8 @@
 //! machines whose keys reach it as a homeserver's answers would (no network: what is
 //! measured is the crypto and its database writes, not a homeserver).
 //!
-//! `cargo bench --bench crypto [-- --repeats N]`:
+//! The `crypto` scenario of the pipeline bench (`cargo bench --bench pipeline -- crypto
+//! [--repeats N]`):
 //! - an answer in a 2-member DM and in a 100-member room: the first (follow the members,
 //!   query their devices, claim one-time keys, open Olm sessions, share the room key with
 //!   every device, encrypt) and the next ones (the key already shared: encrypt);
@@ -12,8 +13,9 @@
 //! - ingest: the door's cost of storing what a transaction brings for the devices (a
 //!   crypto inbox row), against the same transaction without it.
 //!
-//! Medians of `--repeats` (default 5) runs; the machine is shared, so the ratios are the
-//! claim, not the absolute figures.
+//! Medians of `--repeats` runs; the machine is shared, so the ratios are the claim, not the
+//! absolute figures. In process rather than through `serve`: the stand-in homeserver does
+//! not keep devices and keys, and what encryption adds to a turn is these calls.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -113,12 +115,11 @@ async fn answer(m: &OlmMachine, room: &OwnedRoomId, members: &[OwnedUserId]) -> 
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+    crate::load::pct(&mut v, 50.0)
 }
 
 fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+    format!("{:.2} ms", crate::load::ms(d))
 }
 
 /// The persona's machine over a fresh richbot database, and the room's members.
@@ -250,24 +251,23 @@ async fn ingest(dir: &std::path::Path, repeats: usize) -> (Duration, Duration) {
     (median(plain), median(with_keys))
 }
 
-#[tokio::main]
-async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let repeats = args.iter().position(|a| a == "--repeats").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(5);
+/// Prints what encryption adds to an answer and to ingest.
+pub async fn costs(repeats: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
+    println!("crypto: what end-to-end encryption adds (medians of {repeats})");
     for n in [1, 99] {
         let (first, next) = answers(dir.path(), n, repeats).await;
         println!(
-            "answer, {} members: first {} (devices queried, {n} Olm session(s), room key shared), next {} (encrypt)",
+            "  an answer, {} members: first {} (devices queried, {n} Olm session(s), room key shared), next {} (encrypt)",
             n + 1,
             ms(first),
             ms(next)
         );
     }
-    println!("decrypt one member's message: {}", ms(decrypting(dir.path(), repeats).await));
+    println!("  decrypting one member's message: {}", ms(decrypting(dir.path(), repeats).await));
     let (plain, with_keys) = ingest(dir.path(), repeats).await;
     println!(
-        "ingest, a transaction of 100 events with its flush: {} alone, {} with a crypto inbox row (+{:.0}%)",
+        "  ingest, a transaction of 100 events with its flush: {} alone, {} with a crypto inbox row (+{:.0}%)",
         ms(plain),
         ms(with_keys),
         (with_keys.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0
