@@ -101,6 +101,11 @@ impl Metrics {
                     "Encrypted messages given up on (their key never came, was withheld, or they were broken).",
                     &c.undecryptable,
                 ),
+                (
+                    "richbot_e2ee_repeated_key_counts_total",
+                    "Key counts a transaction repeated for a persona's device, not stored again.",
+                    &c.repeated_counts,
+                ),
             ]
         });
         for (name, help, value) in counters.into_iter().chain(crypto.into_iter().flatten()) {

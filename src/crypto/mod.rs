@@ -41,7 +41,7 @@ use requests::Device;
 pub use device::CROSS_SIGNED;
 pub use machine::{DEVICE_ID, Sharing};
 pub use probe::{PROBE_TYPE, Probe, probe, seen as probe_seen};
-pub use pushed::{Extensions, Pushed};
+pub use pushed::{Extensions, LastCounts, Pushed};
 pub use state::DbState;
 
 /// A crypto failure. All but [`Error::Olm`] on a message are worth trying again later.
@@ -87,6 +87,9 @@ pub struct Counters {
     pub encrypted: AtomicU64,
     /// Messages given up on: their key never came, was withheld, or they were broken.
     pub undecryptable: AtomicU64,
+    /// Transactions' shares for a persona's device that only repeated the key counts it
+    /// was last given (`LastCounts`), not stored.
+    pub repeated_counts: AtomicU64,
 }
 
 /// The personas' crypto; cheap to clone.

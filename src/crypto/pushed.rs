@@ -3,8 +3,14 @@
 //! `to_device_id`), the device list changes (the same for every persona: each follows
 //! the users it shares rooms with), its device's one-time key counts and unused fallback
 //! key types. Pure: the inbox stores the result before the transaction is answered.
+//!
+//! Synapse puts every persona's key counts in every transaction about a room the persona
+//! is in, changed or not (MSC3202 lets it leave unchanged ones out); [`LastCounts`]
+//! remembers what each persona's device was last given, so a share that only repeats it
+//! is not stored and the crypto not woken for it: the machine already acted on those
+//! counts, and anything it still owes (a key upload that failed) it does on its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -54,6 +60,37 @@ impl Pushed {
             && self.device_lists.left.is_empty()
             && self.one_time_keys.is_empty()
             && self.fallback_keys.is_empty()
+    }
+}
+
+/// The key counts each persona's device was last given (what the transactions since
+/// start-up stored in its crypto inbox), in memory: after a restart the first counts are
+/// given again.
+#[derive(Debug, Default)]
+pub struct LastCounts(HashMap<String, Counts>);
+
+/// A device's one-time key counts and unused fallback key types, as a share carries them.
+type Counts = (BTreeMap<String, BTreeMap<String, u64>>, BTreeMap<String, Vec<String>>);
+
+impl LastCounts {
+    /// Whether `share` brings `persona`'s device nothing but the counts it was last given.
+    pub fn is_repeat(&self, persona: &str, share: &Pushed) -> bool {
+        share.to_device.is_empty()
+            && share.device_lists.changed.is_empty()
+            && share.device_lists.left.is_empty()
+            && self
+                .0
+                .get(persona)
+                .is_some_and(|(keys, fallback)| *keys == share.one_time_keys && *fallback == share.fallback_keys)
+    }
+
+    /// Notes that `share` was stored for `persona` (call it once the store succeeded: a
+    /// share noted but not stored would be taken for a repeat when the homeserver retries).
+    pub fn note(&mut self, persona: &str, share: &Pushed) {
+        if share.one_time_keys.is_empty() && share.fallback_keys.is_empty() {
+            return; // no counts: the machine keeps what it was given before
+        }
+        self.0.insert(persona.to_owned(), (share.one_time_keys.clone(), share.fallback_keys.clone()));
     }
 }
 
@@ -140,6 +177,36 @@ mod tests {
         // Stored and read back as the same.
         let text = serde_json::to_string(b).expect("json");
         assert_eq!(&serde_json::from_str::<Pushed>(&text).expect("back"), b);
+    }
+
+    fn counts(n: u64, fallback: &[&str]) -> Pushed {
+        let mut share = Pushed::default();
+        share.one_time_keys.insert("D1".into(), BTreeMap::from([("signed_curve25519".into(), n)]));
+        share.fallback_keys.insert("D1".into(), fallback.iter().map(|t| (*t).to_owned()).collect());
+        share
+    }
+
+    #[test]
+    fn only_counts_a_device_was_last_given_are_a_repeat() {
+        let mut last = LastCounts::default();
+        assert!(!last.is_repeat("@bot:x", &counts(50, &["signed_curve25519"])), "nothing given yet");
+        last.note("@bot:x", &counts(50, &["signed_curve25519"]));
+        assert!(last.is_repeat("@bot:x", &counts(50, &["signed_curve25519"])));
+        assert!(!last.is_repeat("@helper:x", &counts(50, &["signed_curve25519"])), "another persona's device");
+        assert!(!last.is_repeat("@bot:x", &counts(20, &["signed_curve25519"])), "keys were claimed");
+        assert!(!last.is_repeat("@bot:x", &counts(50, &[])), "the fallback key was used");
+        let mut with_message = counts(50, &["signed_curve25519"]);
+        with_message.to_device.push(json!({"type": "m.room.encrypted"}));
+        assert!(!last.is_repeat("@bot:x", &with_message), "a to-device message is news");
+        let mut with_change = counts(50, &["signed_curve25519"]);
+        with_change.device_lists.changed.push("@a:x".into());
+        assert!(!last.is_repeat("@bot:x", &with_change), "a device list change is news");
+        // A share without counts leaves the last ones in place.
+        last.note("@bot:x", &with_message);
+        last.note("@bot:x", &Pushed { to_device: vec![json!({})], ..Pushed::default() });
+        assert!(last.is_repeat("@bot:x", &counts(50, &["signed_curve25519"])));
+        last.note("@bot:x", &counts(20, &["signed_curve25519"]));
+        assert!(!last.is_repeat("@bot:x", &counts(50, &["signed_curve25519"])), "counts are compared with the last");
     }
 
     #[test]

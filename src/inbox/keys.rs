@@ -3,11 +3,15 @@
 //! the transaction is answered (the homeserver never sends a to-device message twice),
 //! then handed to the crypto (`crate::crypto`), which is woken for it. A probe a persona
 //! sent itself (`crypto::probe`) is recorded here instead, with whether the transaction
-//! carried its device's key counts.
+//! carried its device's key counts. A share that only repeats the key counts its device
+//! was last given is left out (`crypto::LastCounts`): Synapse sends them with every
+//! transaction about the persona's rooms, and each stored share is a round of the crypto.
 //!
 //! And what a room's state says of its encryption (`m.room.encryption`,
 //! `m.room.history_visibility`), recorded as it arrives: a write made a moment later is
 //! encrypted, and its key shared as the room says.
+
+use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 
@@ -41,12 +45,20 @@ impl Inbox {
                 crypto::probe_seen(&self.store, nonce, counts).await?;
             }
         }
-        let rows: Vec<(String, String)> = ext
-            .split(&personas)
-            .into_iter()
-            .filter_map(|(persona, share)| Some((persona, serde_json::to_string(&share).ok()?)))
+        let mut last = self.last_counts.lock().await;
+        let (shares, repeats): (Vec<_>, Vec<_>) =
+            ext.split(&personas).into_iter().partition(|(persona, share)| !last.is_repeat(persona, share));
+        if let Some(crypto) = &self.crypto {
+            crypto.counters().repeated_counts.fetch_add(repeats.len() as u64, Ordering::Relaxed);
+        }
+        let rows: Vec<(String, String)> = shares
+            .iter()
+            .filter_map(|(persona, share)| Some((persona.clone(), serde_json::to_string(share).ok()?)))
             .collect();
         self.store.crypto_inbox_add(&rows, now_ms()).await?;
+        for (persona, share) in &shares {
+            last.note(persona, share);
+        }
         Ok(!rows.is_empty())
     }
 

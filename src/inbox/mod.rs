@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 
 use crate::approval::Approvals;
 use crate::clock::now_ms;
-use crate::crypto::{Crypto, Extensions};
+use crate::crypto::{Crypto, Extensions, LastCounts};
 use crate::metrics::Metrics;
 use crate::personas::Personas;
 use crate::queue::RoomQueue;
@@ -62,6 +62,9 @@ pub struct Inbox {
     metrics: Arc<Metrics>,
     /// The personas' crypto, when encryption is on.
     crypto: Option<Crypto>,
+    /// What the personas' devices were last given (`keys.rs`); held while a share is
+    /// stored, so the stored order is the noted order.
+    last_counts: Arc<tokio::sync::Mutex<LastCounts>>,
 }
 
 impl Inbox {
@@ -74,7 +77,7 @@ impl Inbox {
     ) -> Self {
         let approvals = Approvals::new(store.clone());
         let door = door::Door { store: store.clone(), queue, personas, policy, shared: false };
-        Self { door, store, approvals, metrics, crypto: None }
+        Self { door, store, approvals, metrics, crypto: None, last_counts: Arc::default() }
     }
 
     /// Hands what transactions bring for the personas' devices to `crypto`.

@@ -16,6 +16,7 @@ mod e2e_delivery;
 mod e2e_encrypted;
 mod e2e_flood;
 mod e2e_hostile;
+mod e2e_keys;
 mod e2e_live;
 mod e2e_media;
 mod e2e_llama;

@@ -27,6 +27,8 @@ mod e2e_encrypted;
 mod e2e_flood;
 #[path = "../it/e2e_hostile.rs"]
 mod e2e_hostile;
+#[path = "../it/e2e_keys.rs"]
+mod e2e_keys;
 #[path = "../it/e2e_live.rs"]
 mod e2e_live;
 #[path = "../it/e2e_media.rs"]
