@@ -41,6 +41,13 @@ async fn room(env: &Env, alias: Option<&str>) -> String {
     }
     let room = env.alice.create_room_with(body).await;
     env.wait_joined(&room, BOT).await;
+    // And richbot has recorded it (it learns the members just after its join, which
+    // Alice may see first): a client's post checks that record.
+    let (store, id) = (env.store().await, crate::support::room_id(&room));
+    eventually("richbot records its join", WAIT, || async {
+        store.joined_members(&id).await.expect("members").iter().any(|u| u == BOT).then_some(())
+    })
+    .await;
     room
 }
 
