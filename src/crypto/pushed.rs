@@ -65,7 +65,10 @@ impl Pushed {
 
 /// The key counts each persona's device was last given (what the transactions since
 /// start-up stored in its crypto inbox), in memory: after a restart the first counts are
-/// given again.
+/// given again. Among several instances each remembers what it stored itself, so one
+/// may skip counts another's row has since changed in the machine's view; that view is
+/// then stale only until the counts change again, and they change with every key
+/// claimed, the only event that can call for an upload.
 #[derive(Debug, Default)]
 pub struct LastCounts(HashMap<String, Counts>);
 
