@@ -9,6 +9,7 @@
 mod auth;
 mod connection;
 mod error;
+mod gaps;
 mod health;
 mod push_events;
 mod query_room_alias;
@@ -46,6 +47,8 @@ pub struct Shared {
     refusals: Arc<auth::OncePerMinute>,
     /// Transactions being handled; one permit each, taken before the body is read.
     transactions: Arc<tokio::sync::Semaphore>,
+    /// Transaction numbers seen, to ask for ones skipped (`gaps.rs`); one instance only.
+    gaps: Option<Arc<gaps::Gaps>>,
     /// Largest body read (413 `M_TOO_LARGE` above it).
     max_body: usize,
 }
@@ -74,8 +77,15 @@ impl AppState {
             personas,
             refusals: Arc::default(),
             transactions,
+            gaps: None,
             max_body,
         }))
+    }
+
+    /// Asks the homeserver for transactions it skipped (`gaps.rs`): for a single
+    /// instance, which sees every transaction.
+    pub fn asking_for_skipped(self) -> Self {
+        Self(Arc::new(Shared { gaps: Some(Arc::default()), ..Arc::unwrap_or_clone(self.0) }))
     }
 }
 

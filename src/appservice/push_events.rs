@@ -3,7 +3,8 @@
 //!
 //! Validates, commits the events to the inbox, answers `{}`. Nothing else: no homeserver
 //! or LLM call happens here, so the homeserver is never held up (a slow or failed answer
-//! puts it into exponential back-off). A storage failure answers 503 so it retries.
+//! puts it into exponential back-off). A storage failure answers 503 so it retries, as
+//! does a transaction stored after a skip in the homeserver's numbering (`gaps.rs`).
 //!
 //! The body is read only once the transaction has its permit (so at most
 //! `max_concurrent_transactions` bodies are in memory at once), within [`BODY_READ`] and
@@ -135,7 +136,19 @@ pub async fn push_events(State(state): State<AppState>, Path(txn_id): Path<Strin
         }
     };
     match state.inbox.accept_with(&txn_id, &events, extensions).await {
-        Ok(_) => Json(json!({})).into_response(),
+        Ok(_) => match state.gaps.as_ref().and_then(|g| g.stored(&txn_id)) {
+            Some((first, last)) => {
+                tracing::warn!(
+                    txn_id,
+                    first,
+                    last,
+                    "the homeserver skipped transactions (made, never sent); its events are stored, and a 503 \
+                     makes it send the skipped ones, then this one again"
+                );
+                ApiError::Unavailable.into_response()
+            }
+            None => Json(json!({})).into_response(),
+        },
         Err(e) => {
             tracing::error!(txn_id, error = %e, "could not store a transaction; the homeserver will retry it");
             ApiError::Unavailable.into_response()

@@ -58,7 +58,9 @@ async fn edge_on(url: String, dir: tempfile::TempDir) -> Edge {
     let policy = richbot::parts::room_policy(&settings);
     let inbox = Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone());
     let inbox = if shared { inbox.sharing() } else { inbox };
+    // One instance (SQLite) sees every transaction, so it asks for skipped ones.
     let state = AppState::new(TOKEN, inbox, personas);
+    let state = if shared { state } else { state.asking_for_skipped() };
     Edge { app: router(state, LIMIT), store, metrics, queue, url, _dir: dir }
 }
 
@@ -222,6 +224,39 @@ async fn a_repeated_transaction_is_stored_once_and_a_mixed_one_adds_only_the_new
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
     }
+}
+
+/// Synapse can leave a transaction made at the end of its recovery unsent (`gaps.rs`): the
+/// next one's events are stored, and a 503 makes it send the skipped one, then that one
+/// again. On PostgreSQL (several instances, each seeing some numbers) nothing is asked.
+#[tokio::test]
+async fn a_transaction_after_a_skipped_number_is_stored_and_answered_503_once() {
+    let e = edge().await;
+    let shared = richbot::store::Backend::of(&e.url) == richbot::store::Backend::Postgres;
+    let put = |n: u32, id: &str| {
+        let (app, body) = (e.app.clone(), txn(vec![event(id)]));
+        async move { send(&app, "PUT", &format!("/_matrix/app/v1/transactions/{n}"), Some(TOKEN), body).await }
+    };
+    assert_eq!(put(10, "$ten").await.0, StatusCode::OK);
+    assert_eq!(put(11, "$eleven").await.0, StatusCode::OK);
+    let (status, body) = put(13, "$thirteen").await;
+    let stored = || async {
+        let events = e.store.room_events(ruma::room_id!("!r:localhost")).await.expect("events");
+        events.into_iter().map(|e| e.event_id.to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(stored().await, ["$ten", "$eleven", "$thirteen"], "stored before the answer");
+    if shared {
+        assert_eq!(status, StatusCode::OK, "{body}");
+    } else {
+        assert_eq!((status, body["errcode"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("M_UNKNOWN")));
+    }
+    // The recoverer sends 12, then 13 again: both taken, 13's event once.
+    assert_eq!(put(12, "$twelve").await.0, StatusCode::OK);
+    assert_eq!(put(13, "$thirteen").await.0, StatusCode::OK);
+    assert_eq!(stored().await, ["$ten", "$eleven", "$thirteen", "$twelve"]);
+    // Asked once: a skip that does not come is not asked for again.
+    assert_eq!(put(15, "$fifteen").await.0, if shared { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE });
+    assert_eq!(put(15, "$fifteen").await.0, StatusCode::OK);
 }
 
 /// Triage at the door: events in a room no persona is in are stored as history, already
