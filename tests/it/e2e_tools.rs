@@ -69,8 +69,9 @@ async fn approval_notices(user: &User, room: &str) -> Vec<Value> {
 }
 
 /// The first approval notice in `room`. Some tests ask just after richbot was replaced by
-/// a `serve` process, when a send of Synapse's that failed (the old process closing) is
-/// retried only after 2, 4, 8, 16 s: the wait is generous.
+/// a `serve` process; a send of Synapse's that fails then (the old process's connections
+/// closing) is retried only after 2, 4, 8, 16 s. One loaded CI run waited over 30 s here,
+/// so the wait is generous.
 async fn wait_notice(env: &Env, room: &str) -> String {
     let alice = env.alice.clone();
     let notice = eventually("the approval request", Duration::from_secs(90), || {

@@ -358,7 +358,6 @@ impl Env {
     pub async fn start_bot_again(&mut self) {
         let listener = tokio::net::TcpListener::bind(self.bot_addr).await.expect("rebind the bot address");
         self.bot = Bot::start(self.settings(), listener).await;
-        synapse::wait_sending(&self.synapse.registration).await;
     }
 
     /// A DM between alice and the default persona, joined.
@@ -428,9 +427,7 @@ pub async fn serve_binary(
 ) -> tokio::process::Child {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"));
     command.args(["serve", "--config", config.to_str().expect("utf8")]);
-    let child = serve_command(command, stderr, health).await;
-    synapse::wait_sending(&settings(config).config.appservice.registration).await;
-    child
+    serve_command(command, stderr, health).await
 }
 
 /// [`serve_binary`] with a soft open-file limit of `nofile` (as a default systemd unit has).
@@ -443,9 +440,7 @@ pub async fn serve_binary_with_nofile(
     let mut command = tokio::process::Command::new("bash");
     let script = format!("ulimit -Sn {nofile} && exec \"$0\" serve --config \"$1\"");
     command.args(["-c", &script, env!("CARGO_BIN_EXE_richbot"), config.to_str().expect("utf8")]);
-    let child = serve_command(command, stderr, health).await;
-    synapse::wait_sending(&settings(config).config.appservice.registration).await;
-    child
+    serve_command(command, stderr, health).await
 }
 
 async fn serve_command(

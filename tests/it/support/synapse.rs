@@ -203,38 +203,6 @@ fn versions_ok(port: u16) -> bool {
     stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
 }
 
-/// Waits (up to a minute) until the Synapse whose appservice registration is
-/// `registration` sends to richbot again: its state for the appservice is not `down`.
-///
-/// Synapse 1.163 has a race at the end of an appservice's recovery: a transaction made
-/// between the recoverer's last look for unsent ones and its marking the appservice up is
-/// stored and never sent (until the next failed send starts a recoverer). A CI run lost a
-/// question so (`application_services_txns` kept it while the state was `up`). A test that
-/// replaced richbot, and so may have put Synapse in recovery, asks only once it is over.
-/// A registration outside a test Synapse's directory is not waited for.
-pub async fn wait_sending(registration: &Path) {
-    let db = registration.with_file_name("homeserver.db");
-    if !db.is_file() {
-        return;
-    }
-    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&db).read_only(true);
-    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(&options).await.expect("homeserver.db");
-    let sql = "SELECT state FROM application_services_state WHERE as_id = $1";
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        // A read that fails (Synapse writing just then) is tried again.
-        let state: Result<Option<Option<String>>, _> =
-            sqlx::query_scalar(sql).bind(AS_ID).fetch_optional(&mut conn).await;
-        if let Ok(state) = state
-            && state.flatten().as_deref() != Some("down")
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "Synapse still takes the appservice for down after 60 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 impl Drop for Synapse {
     fn drop(&mut self) {
         self.stop();
