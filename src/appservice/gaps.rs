@@ -48,14 +48,14 @@ impl Gaps {
             seen.last = Some(n);
             return None;
         };
-        if n == last + 1 {
+        if Some(n) == last.checked_add(1) {
             seen.last = Some(n);
             seen.in_a_row = seen.in_a_row.saturating_add(1);
             return None;
         }
         if n <= last {
             // A retry of one seen, or the homeserver's numbering started over.
-            if n + MAX_SKIPPED < last {
+            if n.saturating_add(MAX_SKIPPED) < last {
                 *seen = Seen { last: Some(n), ..Seen::default() };
             }
             return None;
@@ -105,6 +105,9 @@ mod tests {
         assert_eq!(gaps.stored("abc"), None);
         assert_eq!(run(&gaps, &[1, 2, 3, 4]), [None; 4]);
         assert_eq!(gaps.stored("x7"), None);
+        let gaps = Gaps::default();
+        let top = u64::MAX.to_string();
+        assert_eq!((gaps.stored(&top), gaps.stored(&top), gaps.stored("0")), (None, None, None), "no overflow");
     }
 
     #[test]
