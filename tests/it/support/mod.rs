@@ -293,10 +293,11 @@ impl Env {
             let filter = tracing_subscriber::EnvFilter::from_default_env();
             let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
         }
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        // richbot may be stopped and started again on this address: see `free_port`.
+        let listener = synapse::listener().await;
         let bot_addr = listener.local_addr().expect("addr");
         let front = match opts.courier {
-            true => Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind")),
+            true => Some(synapse::listener().await),
             false => None,
         };
         let as_addr = front.as_ref().map_or(bot_addr, |f| f.local_addr().expect("addr"));

@@ -44,8 +44,40 @@ fn install() {
     });
 }
 
+/// A loopback port that is free now and that no other caller in this process was given,
+/// chosen below the kernel's ephemeral range. A port from `bind(0)` is only free until
+/// something else binds port 0 or opens a connection and the kernel hands the same number
+/// out again: a CI run once had `richbot check` ping a scripted LLM that had been given the
+/// number its deployment was to listen on. Ports below the range are never handed out so,
+/// and the counter keeps two tests of one run apart; the start depends on the process id,
+/// to keep two runs on one machine apart too.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (ephemeral.clamp(2048, 32768) / 3, ephemeral.clamp(2048, 32768));
+    let span = high - low;
+    let start = std::process::id().wrapping_mul(2_654_435_761) % span;
+    for _ in 0..span {
+        let port = (low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {low}..{high}");
+}
+
+/// A listener on a port from [`free_port`], for a server the test may stop and start
+/// again on the same address.
+pub async fn listener() -> tokio::net::TcpListener {
+    loop {
+        if let Ok(l) = tokio::net::TcpListener::bind(("127.0.0.1", free_port())).await {
+            return l;
+        }
+    }
 }
 
 fn token() -> String {
