@@ -58,8 +58,8 @@ pub fn free_port() -> u16 {
         .ok()
         .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
         .unwrap_or(32768);
-    let (low, high) = (ephemeral.clamp(2048, 32768) / 3, ephemeral.clamp(2048, 32768));
-    let span = high - low;
+    let high = ephemeral.clamp(2048, 32768);
+    let (low, span) = (high / 3, high - high / 3);
     let start = std::process::id().wrapping_mul(2_654_435_761) % span;
     for _ in 0..span {
         let port = (low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
