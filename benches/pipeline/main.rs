@@ -2,7 +2,8 @@
 //! cargo builds for the benchmark, optimized), with the homeserver and the LLM stood in
 //! by this process (`stand_in`), so that the cost measured is richbot's.
 //!
-//! `cargo bench --bench pipeline [-- SCENARIO ...] [--secs S] [--repeats N]`, scenarios:
+//! `cargo bench --bench pipeline [-- SCENARIO ...] [--secs S] [--repeats N] [--prefill N]`,
+//! scenarios:
 //! - `ingest`: transactions of 100 / 1 events at concurrency 1 / 4 into 50 rooms no
 //!   persona is in: events/s, ack latency, CPU per event, peak RSS, and how long after
 //!   the load the last event was handled (the backlog); then with
@@ -26,6 +27,10 @@
 //! - `postgres` (only when named: it starts a PostgreSQL server, `scripts/start-postgres.sh`,
 //!   fsync on): the `ingest` loads and the 50-room `triage` load on SQLite and on
 //!   PostgreSQL, side by side.
+//! - `layouts` (only when named; `--prefill N`: N events in the table first): SQLite
+//!   alone, no richbot: the same 100-event transactions committed into richbot's events
+//!   table, into it without the `event_id` index, and into a journal row per transaction
+//!   indexed in batches (`layouts.rs`).
 //! - `synapse` (only when named: it installs Synapse from PyPI, as the tests do, and starts
 //!   it): richbot beside a bot that does nothing (`trivial`), both on one real Synapse, 16
 //!   people in a DM with each asking (`--repeats` rounds one at a time, then all at once),
@@ -39,6 +44,7 @@
 
 mod crypto;
 mod floor;
+mod layouts;
 mod load;
 mod roundtrips;
 mod server;
@@ -56,13 +62,19 @@ use stand_in::Shared;
 pub struct Opts {
     secs: f64,
     repeats: usize,
+    /// `layouts`: events in the table before the timed ones.
+    prefill: usize,
 }
 
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)?.parse::<f64>().ok());
-    let opts = Opts { secs: flag("--secs").unwrap_or(8.0), repeats: flag("--repeats").unwrap_or(3.0) as usize };
+    let opts = Opts {
+        secs: flag("--secs").unwrap_or(8.0),
+        repeats: flag("--repeats").unwrap_or(3.0) as usize,
+        prefill: flag("--prefill").unwrap_or(0.0) as usize,
+    };
     let named: Vec<&str> =
         args.iter().map(String::as_str).filter(|a| !a.starts_with("--") && a.parse::<f64>().is_err()).collect();
     let pick = |s: &str| named.is_empty() || named.contains(&s);
@@ -90,6 +102,9 @@ async fn main() {
     }
     if named.contains(&"postgres") {
         postgres(&opts).await;
+    }
+    if named.contains(&"layouts") {
+        layouts::compare(opts.repeats, opts.prefill).await;
     }
     if named.contains(&"synapse") {
         synapse::compare(16, opts.repeats.max(1), true).await;
