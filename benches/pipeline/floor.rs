@@ -27,15 +27,7 @@ pub struct Floor {
 pub async fn measure() -> Floor {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut fsync = fdatasync(&dir.path().join("append"));
-    let url = format!("sqlite://{}", dir.path().join("floor.db").display());
-    let options = url
-        .parse::<sqlx::sqlite::SqliteConnectOptions>()
-        .expect("url")
-        .create_if_missing(true)
-        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-        .synchronous(sqlx::sqlite::SqliteSynchronous::Full)
-        .disable_statement_logging();
-    let mut db = options.connect().await.expect("open");
+    let mut db = open_full(&dir.path().join("floor.db")).await;
     sqlx::query("CREATE TABLE t (id TEXT PRIMARY KEY, room TEXT, body TEXT)").execute(&mut db).await.expect("table");
     let body = "x".repeat(300);
     let mut one = Vec::with_capacity(ROUNDS);
@@ -65,6 +57,19 @@ pub async fn measure() -> Floor {
     let cpu_per_row_us = (cpu() - cpu0).as_secs_f64() * 1e6 / (ROUNDS * 100) as f64;
     let both = |v: &mut Vec<Duration>| (ms(pct(v, 50.0)), ms(pct(v, 99.0)));
     Floor { fsync: both(&mut fsync), commit1: both(&mut one), commit100: both(&mut hundred), cpu_per_row_us }
+}
+
+/// A new SQLite database at `path`: WAL, `synchronous = FULL`, SQLite's own checkpoints.
+pub async fn open_full(path: &std::path::Path) -> sqlx::SqliteConnection {
+    let url = format!("sqlite://{}", path.display());
+    let options = url
+        .parse::<sqlx::sqlite::SqliteConnectOptions>()
+        .expect("url")
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .synchronous(sqlx::sqlite::SqliteSynchronous::Full)
+        .disable_statement_logging();
+    options.connect().await.expect("open")
 }
 
 /// Times an append of 4 KiB and its `fdatasync`, [`ROUNDS`] times.

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use sqlx::{Connection, SqliteConnection};
 
 use crate::load::{event_id, message, ms, pct};
 
@@ -122,15 +122,7 @@ async fn one(layout: Layout, rooms: &[String], prefill: usize) -> Run {
         return store(rooms, prefill).await;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}", dir.path().join("layout.db").display());
-    let options = url
-        .parse::<sqlx::sqlite::SqliteConnectOptions>()
-        .expect("url")
-        .create_if_missing(true)
-        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-        .synchronous(sqlx::sqlite::SqliteSynchronous::Full)
-        .disable_statement_logging();
-    let mut db = options.connect().await.expect("open");
+    let mut db = crate::floor::open_full(&dir.path().join("layout.db")).await;
     let schema = match layout {
         Layout::NoEventIdIndex => EVENTS.replace("event_id TEXT NOT NULL UNIQUE", "event_id TEXT NOT NULL"),
         _ => EVENTS.to_owned(),
