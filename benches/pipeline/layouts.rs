@@ -23,7 +23,7 @@
 //!
 //! CPU is this process's (SQLite's worker thread and the parsing), per event.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -73,6 +73,16 @@ struct Run {
     batch: Option<(f64, f64)>,
 }
 
+impl Run {
+    /// The figures of a run that started at this process's CPU time `cpu0`.
+    fn of(cpu0: Duration, mut acks: Vec<Duration>, mut batches: Vec<Duration>) -> Self {
+        let cpu = crate::server::cpu_of(std::process::id()) - cpu0;
+        let cpu_us = cpu.as_secs_f64() * 1e6 / (TXNS * 100) as f64;
+        let batch = (!batches.is_empty()).then(|| (ms(pct(&mut batches, 50.0)), ms(pct(&mut batches, 100.0))));
+        Self { cpu_us, p50: ms(pct(&mut acks, 50.0)), p99: ms(pct(&mut acks, 99.0)), batch }
+    }
+}
+
 /// The fields of an event the events table needs, borrowed from the journal's text.
 #[derive(Deserialize)]
 struct Head<'a> {
@@ -103,7 +113,7 @@ pub async fn compare(repeats: usize, prefill: usize) {
     }
     println!(
         "\n## storage layouts in SQLite alone ({TXNS} transactions of 100 events into a table of {prefill} events, \
-         synchronous = FULL, median of {})\n",
+         each durable before the next, median of {})\n",
         repeats.max(1)
     );
     println!(
@@ -153,10 +163,7 @@ async fn one(layout: Layout, rooms: &[String], prefill: usize) -> Run {
             acks.push(start.elapsed());
         }
     }
-    let cpu = crate::server::cpu_of(std::process::id()) - cpu0;
-    let cpu_us = cpu.as_secs_f64() * 1e6 / (TXNS * 100) as f64;
-    let batch = (!batches.is_empty()).then(|| (ms(pct(&mut batches, 50.0)), ms(pct(&mut batches, 100.0))));
-    Run { cpu_us, p50: ms(pct(&mut acks, 50.0)), p99: ms(pct(&mut acks, 99.0)), batch }
+    Run::of(cpu0, acks, batches)
 }
 
 /// The [`Layout::Store`] run.
@@ -177,9 +184,7 @@ async fn store(rooms: &[String], prefill: usize) -> Run {
         store.sync().await.expect("sync");
         acks.push(start.elapsed());
     }
-    let cpu = crate::server::cpu_of(std::process::id()) - cpu0;
-    let cpu_us = cpu.as_secs_f64() * 1e6 / (TXNS * 100) as f64;
-    Run { cpu_us, p50: ms(pct(&mut acks, 50.0)), p99: ms(pct(&mut acks, 99.0)), batch: None }
+    Run::of(cpu0, acks, Vec::new())
 }
 
 /// A body's events as the door stores them (settled: rooms no persona is in).

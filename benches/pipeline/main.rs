@@ -27,9 +27,10 @@
 //! - `postgres` (only when named: it starts a PostgreSQL server, `scripts/start-postgres.sh`,
 //!   fsync on): the `ingest` loads and the 50-room `triage` load on SQLite and on
 //!   PostgreSQL, side by side.
-//! - `layouts` (only when named; `--prefill N`: N events in the table first): SQLite
-//!   alone, no richbot: the same 100-event transactions committed into richbot's events
-//!   table, into it without the `event_id` index, and into a journal row per transaction
+//! - `layouts` (only when named; `--prefill N`: N events in the table first): the
+//!   inbox's storage alone, no HTTP edge or door: the same 100-event transactions
+//!   committed by richbot's store, into its events table with SQLite's own settings, into
+//!   that table without the `event_id` index, and into a journal row per transaction
 //!   indexed in batches (`layouts.rs`).
 //! - `synapse` (only when named: it installs Synapse from PyPI, as the tests do, and starts
 //!   it): richbot beside a bot that does nothing (`trivial`), both on one real Synapse, 16
