@@ -18,6 +18,8 @@ pub struct Metrics {
     /// Questions not answered because they arrived too late (an outage).
     pub events_stale: AtomicU64,
     pub events_settled: AtomicU64,
+    /// Events given up after every step on them failed.
+    pub events_given_up: AtomicU64,
     pub llm_requests: AtomicU64,
     pub llm_failures: AtomicU64,
     pub prompt_tokens: AtomicU64,
@@ -75,7 +77,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 11] = [
+        let counters: [(&str, &str, &AtomicU64); 12] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
@@ -85,6 +87,11 @@ impl Metrics {
                 "richbot_events_settled_total",
                 "Events settled at the door: in rooms no persona is in, nothing to handle.",
                 &self.events_settled,
+            ),
+            (
+                "richbot_events_given_up_total",
+                "Events given up after every step on them failed (logged at WARN with the cause).",
+                &self.events_given_up,
             ),
             ("richbot_llm_requests_total", "Chat completions requested.", &self.llm_requests),
             ("richbot_llm_failures_total", "Chat completions that failed for good.", &self.llm_failures),
@@ -105,6 +112,11 @@ impl Metrics {
                     "richbot_e2ee_repeated_key_counts_total",
                     "Key counts a transaction repeated for a persona's device, not stored again.",
                     &c.repeated_counts,
+                ),
+                (
+                    "richbot_e2ee_inbox_set_aside_total",
+                    "Crypto inbox rows (to-device messages, key counts) set aside after failing again and again.",
+                    &c.set_aside,
                 ),
             ]
         });

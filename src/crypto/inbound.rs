@@ -9,6 +9,7 @@
 //! known by their hash and refused the second time, the rest is idempotent.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 use matrix_sdk_common::ruma::api::client::sync::sync_events::DeviceLists;
 use matrix_sdk_common::ruma::events::AnyToDeviceEvent;
@@ -22,16 +23,27 @@ use super::machine::Held;
 use super::pushed::Pushed;
 use super::requests::{self, Device};
 use super::{Decryption, Error};
+use crate::clock::now_ms;
 
 /// Crypto inbox rows taken at once.
 const BATCH: i64 = 50;
 
+/// Failed attempts at one crypto inbox row before it is set aside.
+pub const ATTEMPTS: i64 = 3;
+
 /// Hands `held`'s persona everything in its crypto inbox; returns the room keys that
 /// arrived, as `(room, session id)`.
+///
+/// A row the machine fails on is counted; the machine is dropped (what it holds in memory
+/// may be ahead of what was saved) and the failure returned, so the row is tried again on
+/// a machine built afresh. At the [`ATTEMPTS`]-th failure the row is set aside instead
+/// (logged, counted), and the rows behind it flow: one message nobody can store must not
+/// stop the persona reading and writing in every encrypted room.
 pub async fn settle(
     held: &Held<'_>,
     dev: Device<'_>,
     store: &crate::store::Store,
+    counters: &super::Counters,
 ) -> Result<Vec<(String, String)>, Error> {
     let persona = dev.user.as_str();
     let mut keys = Vec::new();
@@ -46,7 +58,18 @@ pub async fn settle(
                     continue;
                 }
             };
-            keys.extend(Box::pin(receive(held, dev.device, pushed)).await?);
+            match Box::pin(receive(held, dev.device, pushed)).await {
+                Ok(k) => keys.extend(k),
+                Err(e) => {
+                    held.spoil();
+                    let why = e.to_string();
+                    if store.crypto_inbox_failed(persona, *seq, ATTEMPTS, &why, now_ms()).await? {
+                        tracing::warn!(persona, seq, error = why, "a crypto inbox row kept failing; set aside");
+                        counters.set_aside.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Err(e);
+                }
+            }
         }
         held.fence().await?;
         Box::pin(requests::flush(dev, &held.machine)).await?;
@@ -116,6 +139,9 @@ pub async fn decrypt(held: &Held<'_>, room: &str, event: &Value) -> Result<Decry
                 )));
             }
             let inner: Value = serde_json::from_str(decrypted.event.json().get())?;
+            if let Err(why) = accepted(&inner) {
+                return Ok(Decryption::Undecryptable(why));
+            }
             Ok(Decryption::Clear(clear(event, &inner)))
         }
         Err(MegolmError::MissingRoomKey(Some(code))) => Ok(Decryption::Withheld(code.to_string())),
@@ -126,6 +152,39 @@ pub async fn decrypt(held: &Held<'_>, room: &str, event: &Value) -> Result<Decry
         Err(MegolmError::Store(e)) => Err(Error::Olm(e.to_string())),
         Err(e) => Ok(Decryption::Undecryptable(e.to_string())),
     }
+}
+
+/// The inner event types richbot acts on as messages. Anything else inside an encrypted
+/// event (a state event, a redaction, a type richbot does not know) would let a member
+/// forge what only the room's state or the homeserver may say: membership (a group made
+/// to look like a DM), redactions without the power to redact. Such an event is
+/// undecryptable.
+pub const INNER_TYPES: [&str; 9] = [
+    "m.room.message",
+    "m.sticker",
+    "m.reaction",
+    "m.poll.start",
+    "m.poll.response",
+    "m.poll.end",
+    "org.matrix.msc3381.poll.start",
+    "org.matrix.msc3381.poll.response",
+    "org.matrix.msc3381.poll.end",
+];
+
+/// Whether a decrypted inner event is one richbot takes (see [`INNER_TYPES`]); else why not.
+fn accepted(inner: &Value) -> Result<(), String> {
+    let kind = inner.get("type").and_then(Value::as_str).unwrap_or_default();
+    if !INNER_TYPES.contains(&kind) {
+        let shown: String = kind.chars().filter(|c| !c.is_control()).take(80).collect();
+        return Err(format!("an encrypted event of type {shown:?} is not accepted"));
+    }
+    if inner.get("state_key").is_some() || inner.get("redacts").is_some() {
+        return Err("an encrypted event may not carry a state key or a redaction".to_owned());
+    }
+    if !inner.get("content").is_none_or(Value::is_object) {
+        return Err("an encrypted event's content is not an object".to_owned());
+    }
+    Ok(())
 }
 
 /// The clear event: the encrypted one with the decrypted type and content, under the same
@@ -149,6 +208,28 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn only_message_like_inner_types_without_state_or_redaction_are_accepted() {
+        let ok = |v: Value| accepted(&v).is_ok();
+        for kind in INNER_TYPES {
+            assert!(ok(json!({"type": kind, "content": {}})), "{kind}");
+        }
+        assert!(ok(json!({"type": "m.room.message"})), "content may be missing (an empty one)");
+        for refused in [
+            json!({"type": "m.room.redaction", "content": {"redacts": "$x"}, "redacts": "$x"}),
+            json!({"type": "m.room.member", "state_key": "@a:x", "content": {"membership": "leave"}}),
+            json!({"type": "m.room.message\u{0}", "content": {}}),
+            json!({"type": "m.room.message", "state_key": "", "content": {}}),
+            json!({"type": "m.room.message", "redacts": "$x", "content": {}}),
+            json!({"type": "m.room.message", "content": "text"}),
+            json!({"type": 5, "content": {}}),
+            json!({"content": {}}),
+        ] {
+            let why = accepted(&refused).expect_err(&refused.to_string());
+            assert!(!why.contains('\u{0}'), "the reason quotes no control character: {why:?}");
+        }
+    }
 
     #[test]
     fn the_clear_event_keeps_its_id_sender_and_time_and_the_relation_sent_in_the_clear() {

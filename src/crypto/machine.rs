@@ -9,7 +9,7 @@
 //! and [`Held::fence`] checks that it still is before anything goes out.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use matrix_sdk_common::ruma::{OwnedDeviceId, OwnedUserId as CryptoUserId};
@@ -65,6 +65,9 @@ pub struct Held<'a> {
     pub machine: OlmMachine,
     lease: Option<(Sharing, String, tokio::task::JoinHandle<()>)>,
     store: Store,
+    /// Set when a save failed: the machine may hold in memory what was not saved, so it
+    /// is dropped when given back, and the next hold builds it from the database.
+    spoiled: AtomicBool,
 }
 
 impl Slot {
@@ -108,7 +111,7 @@ impl Slot {
                 m
             }
         };
-        Ok(Held { guard, machine, lease, store: store.clone() })
+        Ok(Held { guard, machine, lease, store: store.clone(), spoiled: AtomicBool::new(false) })
     }
 
     /// Drops the machine in memory (the next hold builds it from the database).
@@ -128,15 +131,30 @@ impl Held<'_> {
         }
     }
 
+    /// Marks the machine as not to be used again (see the `spoiled` field).
+    pub fn spoil(&self) {
+        self.spoiled.store(true, Ordering::Relaxed);
+    }
+
     /// Gives the machine back (and the lease, among instances).
     pub async fn release(mut self) {
+        self.drop_if_spoiled();
         let lease = self.lease.take();
         release(&self.store, lease).await;
     }
 }
 
+impl Held<'_> {
+    fn drop_if_spoiled(&mut self) {
+        if self.spoiled.load(Ordering::Relaxed) {
+            self.guard.machine = None;
+        }
+    }
+}
+
 impl Drop for Held<'_> {
     fn drop(&mut self) {
+        self.drop_if_spoiled();
         // Dropped without `release` (a failure or a cancelled task): the lease is given
         // back in the background, or runs out.
         if let Some((s, persona, renew)) = self.lease.take() {

@@ -42,7 +42,7 @@ pub use device::CROSS_SIGNED;
 pub use machine::{DEVICE_ID, Sharing};
 pub use probe::{PROBE_TYPE, Probe, probe, seen as probe_seen};
 pub use pushed::{Extensions, LastCounts, Pushed};
-pub use state::DbState;
+pub use state::{DbState, Error as StateError, key};
 
 /// A crypto failure. All but [`Error::Olm`] on a message are worth trying again later.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +90,8 @@ pub struct Counters {
     /// Transactions' shares for a persona's device that only repeated the key counts it
     /// was last given (`LastCounts`), not stored.
     pub repeated_counts: AtomicU64,
+    /// Crypto inbox rows set aside after failing again and again.
+    pub set_aside: AtomicU64,
 }
 
 /// The personas' crypto; cheap to clone.
@@ -171,7 +173,7 @@ impl Crypto {
         let i = &self.inner;
         let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
         let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-        let keys = Box::pin(inbound::settle(&held, dev, &i.store)).await;
+        let keys = Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await;
         held.release().await;
         self.keys_arrived(&keys?).await
     }
@@ -197,7 +199,7 @@ impl Crypto {
             let (Ok(slot), Ok(device)) = (self.slot(persona), self.device(persona).await) else { continue };
             let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
             let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-            let settled = Box::pin(inbound::settle(&held, dev, &i.store)).await;
+            let settled = Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await;
             let decrypted = Box::pin(inbound::decrypt(&held, room.as_str(), event)).await;
             held.release().await;
             self.keys_arrived(&settled?).await?;
@@ -258,7 +260,7 @@ impl Crypto {
         let device = self.device(persona).await?;
         let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
         let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-        let (keys, sealed) = match Box::pin(inbound::settle(&held, dev, &i.store)).await {
+        let (keys, sealed) = match Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await {
             Ok(keys) => {
                 let encrypting =
                     outbound::encrypt(&held, dev, (room.as_str(), &encryption), &readers, (event_type, content));

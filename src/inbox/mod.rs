@@ -197,19 +197,35 @@ struct Head<'a> {
 struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// The event's ids as ruma types; an event without a valid `event_id`, `room_id`,
-/// `sender` or `type` cannot be answered or deduplicated, and is counted malformed.
+/// `sender` or `type` cannot be answered or deduplicated, and is counted malformed. So is
+/// one whose ids, type or state key hold a control character or are over the spec's 255
+/// bytes: those are indexed as text, and a NUL (which PostgreSQL refuses in text) would
+/// fail the whole transaction, which the homeserver then retries for ever.
 fn to_new_event(event: &RawValue) -> Option<NewEvent> {
     let head: Head<'_> = serde_json::from_str(event.get()).ok()?;
+    let texts = [&head.event_id, &head.room_id, &head.sender, &head.event_type];
+    if !texts.iter().all(|t| t.as_ref().is_some_and(|t| well_formed(&t.0))) {
+        return None;
+    }
+    let state_key = match head.state_key {
+        Some(k) => Some(serde_json::from_str::<String>(k.get()).ok().filter(|k| k.is_empty() || well_formed(k))?),
+        None => None,
+    };
     Some(NewEvent {
         event_id: id(head.event_id)?,
         room_id: id(head.room_id)?,
         sender: id(head.sender)?,
         event_type: head.event_type?.0.into_owned(),
-        state_key: head.state_key.and_then(|k| serde_json::from_str::<String>(k.get()).ok()),
+        state_key,
         origin_ts: head.origin_server_ts.and_then(|t| t.get().parse::<i64>().ok()).unwrap_or_else(now_ms),
         event: event.get().to_owned(),
         processed: false,
     })
+}
+
+/// Text fit for an indexed column: 1 to 255 bytes, no control character.
+fn well_formed(s: &str) -> bool {
+    (1..=255).contains(&s.len()) && !s.contains(char::is_control)
 }
 
 fn id<T>(s: Option<Text<'_>>) -> Option<T>

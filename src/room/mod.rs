@@ -15,6 +15,8 @@
 //! - `decrypt`: encrypted events made clear (or set aside for their key) before the rest
 //!   of a step sees them.
 //! - `leases`: several instances on one PostgreSQL: a room is handled by one at a time.
+//! - `strikes`: a room whose steps keep failing is stepped one event at a time, and the
+//!   event that keeps failing is given up.
 //!
 //! Nothing here calls the LLM; everything that does is in `turn`.
 
@@ -28,6 +30,7 @@ mod limiter;
 mod membership;
 mod power;
 mod scheduler;
+mod strikes;
 pub mod triggers;
 mod worker;
 
@@ -59,6 +62,27 @@ pub enum Error {
     Turn(#[from] crate::turn::Error),
     #[error("crypto: {0}")]
     Crypto(#[from] crate::crypto::Error),
+}
+
+impl Error {
+    /// Whether the step failed because something it needs is away (the homeserver, the
+    /// database, another instance holding a lease): waited out, never held against the
+    /// room's events. Anything else may be an event no step can handle, which the worker
+    /// gives up after a few tries.
+    pub fn is_outage(&self) -> bool {
+        use crate::crypto::Error as C;
+        let matrix = |e: &matrix::Error| !matches!(e, matrix::Error::Refused { .. });
+        match self {
+            Error::Store(e) | Error::Persona(personas::Error::Store(e)) => e.is_outage(),
+            Error::Matrix(e) | Error::Persona(personas::Error::Matrix(e)) => matrix(e),
+            Error::Turn(crate::turn::Error::Suspended(_)) => true,
+            Error::Turn(crate::turn::Error::Store(e)) => e.is_outage(),
+            Error::Crypto(C::Matrix(e)) => matrix(e),
+            Error::Crypto(C::Store(e) | C::State(crate::crypto::StateError::Store(e))) => e.is_outage(),
+            Error::Crypto(C::NotReady(_) | C::Busy(_) | C::Fenced(_)) => true,
+            Error::Crypto(_) => false,
+        }
+    }
 }
 
 /// What the room stage is built from.

@@ -13,6 +13,8 @@
 //!    the rate limits (`limiter`): a cooling room or asker gets nothing, a bucket that runs
 //!    dry gets one notice. Then it is claimed by a turn (or a `!usage` notice) and run.
 //!    Other batches stay pending for the next step.
+//! 5. A room whose steps keep failing (not an outage) goes one event at a time, and the
+//!    event that keeps failing is given up (`strikes`): no broken event silences a room.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -24,6 +26,7 @@ use super::commands::Commands;
 use super::facts::Triage;
 use super::limiter::{Admit, Kind, Limiter, Who};
 use super::membership::Membership;
+use super::strikes::Strikes;
 use super::triggers::Trigger;
 use crate::clock::now_ms;
 use crate::matrix;
@@ -53,6 +56,7 @@ pub struct Worker {
     shared: bool,
     /// Encrypted events made clear (when encryption is on).
     pub(super) decrypter: Option<super::decrypt::Decrypter>,
+    strikes: Strikes,
 }
 
 /// An event that starts a turn, with its persona and reason.
@@ -79,6 +83,7 @@ impl Worker {
             unsettled,
             shared: false,
             decrypter: None,
+            strikes: Strikes::default(),
         }
     }
 
@@ -111,6 +116,33 @@ impl Worker {
     /// Does the next turn's worth of work in `room` (see the module docs). Returns whether
     /// events were left for a later step.
     pub async fn step(&self, room: &RoomId) -> Result<bool, Error> {
+        let careful = self.strikes.careful(room);
+        let mut head = None;
+        let done = self.step_events(room, careful.then_some(&mut head)).await;
+        match &done {
+            // One at a time until the room is clear: the broken one may be further on.
+            Ok(_) if careful && head.is_some() => {
+                self.strikes.handled_one(room);
+                return Ok(true);
+            }
+            Ok(_) => self.strikes.clear(room),
+            Err(e) if !e.is_outage() => {
+                if let Some(seq) = self.strikes.strike(room, head) {
+                    tracing::warn!(%room, seq, error = %e, "an event failed every step; given up");
+                    self.store.end_key_wait(seq).await?;
+                    self.store.mark_processed(&[seq]).await?;
+                    Metrics::inc(&self.metrics.events_given_up);
+                    return Ok(true);
+                }
+            }
+            Err(_) => {}
+        }
+        done
+    }
+
+    /// The step itself; `one` (stepping carefully): only the first pending event, whose
+    /// seq it is set to.
+    async fn step_events(&self, room: &RoomId, one: Option<&mut Option<i64>>) -> Result<bool, Error> {
         if self.shared || lock(&self.unsettled).contains(room) {
             match self.store.unfinished_turn(room).await? {
                 Some((turn, events)) => {
@@ -125,6 +157,10 @@ impl Worker {
             }
         }
         let mut events = self.store.pending_events(room).await?;
+        if let Some(head) = one {
+            events.truncate(1);
+            *head = events.first().map(|e| e.seq);
+        }
         if let Some(decrypter) = self.decrypting() {
             events = decrypter.clear(room, events, &self.turns).await?;
         }

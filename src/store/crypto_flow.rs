@@ -12,6 +12,15 @@ use super::{Result, Store, id};
 /// (0) nor done (1), so the room goes on without them.
 pub const WAITING_FOR_KEY: i64 = 2;
 
+/// Crypto inbox rows set aside that are kept per persona (the newest).
+pub const ASIDE_KEPT: i64 = 1000;
+
+/// `s` with control characters (a NUL among them, which PostgreSQL refuses in text)
+/// replaced, for text that may quote what a stranger sent.
+fn printable(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() && c != '\n' { '\u{fffd}' } else { c }).collect()
+}
+
 impl Store {
     /// Stores what a transaction brought for the personas' devices: `(persona, body)`.
     pub async fn crypto_inbox_add(&self, rows: &[(String, String)], now: i64) -> Result<()> {
@@ -49,6 +58,59 @@ impl Store {
             .execute(&self.writer)
             .await?;
         Ok(())
+    }
+
+    /// One more failed attempt at `persona`'s inbox row `seq` (`error`: why). At the
+    /// `max`-th the row is set aside (moved to `crypto_inbox_aside`, which keeps the
+    /// newest [`ASIDE_KEPT`] per persona) and `true` is returned: the rows behind it flow.
+    pub async fn crypto_inbox_failed(&self, persona: &str, seq: i64, max: i64, error: &str, now: i64) -> Result<bool> {
+        let mut tx = self.writer.begin().await?;
+        let attempts: Option<i64> = sqlx::query(
+            "UPDATE crypto_inbox SET attempts = attempts + 1 WHERE persona = $1 AND seq = $2 RETURNING attempts",
+        )
+        .bind(persona)
+        .bind(seq)
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(|r| r.try_get("attempts"))
+        .transpose()?;
+        let aside = attempts.is_some_and(|n| n >= max);
+        if aside {
+            sqlx::query(
+                "INSERT INTO crypto_inbox_aside (seq, persona, body, received_at, set_aside_at, error)
+                 SELECT seq, persona, body, received_at, $3, $4 FROM crypto_inbox WHERE persona = $1 AND seq = $2",
+            )
+            .bind(persona)
+            .bind(seq)
+            .bind(now)
+            .bind(printable(error))
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM crypto_inbox WHERE persona = $1 AND seq = $2")
+                .bind(persona)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "DELETE FROM crypto_inbox_aside WHERE persona = $1 AND seq NOT IN
+                 (SELECT seq FROM crypto_inbox_aside WHERE persona = $1 ORDER BY seq DESC LIMIT $2)",
+            )
+            .bind(persona)
+            .bind(ASIDE_KEPT)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(aside)
+    }
+
+    /// `persona`'s inbox rows set aside, oldest first: `(seq, error)`.
+    pub async fn crypto_inbox_aside(&self, persona: &str) -> Result<Vec<(i64, String)>> {
+        let rows = sqlx::query("SELECT seq, error FROM crypto_inbox_aside WHERE persona = $1 ORDER BY seq")
+            .bind(persona)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok((r.try_get("seq")?, r.try_get("error")?))).collect()
     }
 
     /// The personas with something in their crypto inbox.

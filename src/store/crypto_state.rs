@@ -106,13 +106,17 @@ impl Store {
             .await?;
         }
         for s in &w.group_sessions {
-            sqlx::query(
+            // A room key is only ever for the room it came for: one sent again under the
+            // same session id for another room (anyone who received it can do that) is
+            // dropped, never moved over the first.
+            let stored = sqlx::query(
                 "INSERT INTO crypto_group_sessions
                  (persona, session_id, room_id, sender_key, sender_data_type, backed_up, value)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (persona, session_id) DO UPDATE SET room_id = excluded.room_id,
+                 ON CONFLICT (persona, session_id) DO UPDATE SET
                  sender_key = excluded.sender_key, sender_data_type = excluded.sender_data_type,
-                 backed_up = excluded.backed_up, value = excluded.value",
+                 backed_up = excluded.backed_up, value = excluded.value
+                 WHERE crypto_group_sessions.room_id = excluded.room_id",
             )
             .bind(persona)
             .bind(s.session_id.as_str())
@@ -123,6 +127,14 @@ impl Store {
             .bind(s.value.as_str())
             .execute(&mut *tx)
             .await?;
+            if stored.rows_affected() == 0 {
+                tracing::warn!(
+                    persona,
+                    session = s.session_id,
+                    room = s.room_id,
+                    "a room key already known for another room was dropped"
+                );
+            }
         }
         for (room, value) in &w.outbound {
             sqlx::query(
@@ -191,7 +203,7 @@ impl Store {
     /// device and identity).
     pub async fn crypto_forget(&self, persona: &str) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        for table in TABLES.iter().chain(&["crypto_inbox", "crypto_leases"]) {
+        for table in TABLES.iter().chain(&["crypto_inbox", "crypto_inbox_aside", "crypto_leases"]) {
             sqlx::query(&format!("DELETE FROM {table} WHERE persona = $1")).bind(persona).execute(&mut *tx).await?;
         }
         tx.commit().await?;

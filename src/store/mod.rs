@@ -137,6 +137,33 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// Whether this failure is the database being away or busy (worth waiting out), as
+    /// opposed to one about the data, which the same statement will meet again.
+    pub fn is_outage(&self) -> bool {
+        match self {
+            Error::Sql(sqlx::Error::Database(e)) => {
+                let code = e.code().unwrap_or_default();
+                // SQLite: busy, locked (and their extended codes). PostgreSQL: connection
+                // (08), transaction rollback (40: serialization, deadlock), resources (53),
+                // operator intervention (57).
+                let sqlite_busy = code.parse::<i64>().is_ok_and(|c| matches!(c & 0xff, 5 | 6));
+                sqlite_busy || ["08", "40", "53", "57"].iter().any(|class| code.starts_with(class))
+            }
+            Error::Sql(
+                sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed,
+            ) => true,
+            Error::File(..) => true,
+            _ => false,
+        }
+    }
+}
+
 /// A handle on the database; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {

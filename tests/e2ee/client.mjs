@@ -7,7 +7,7 @@
 //   {"id": 1, "cmd": "login", "hs": "http://127.0.0.1:8008", "user": "alice", "password": "..."}
 //   -> @@richbot {"id": 1, "ok": true, "user_id": "@alice:localhost", "device_id": "ABC"}
 //
-// Commands: login, isolation, create_room, join, state, redact, send, send_file,
+// Commands: login, isolation, create_room, join, state, to_device, redact, send, send_sealed, send_file,
 // wait_joined, wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
 
 for (const level of ["log", "info", "debug", "warn", "error", "trace"]) {
@@ -138,6 +138,14 @@ const commands = {
     return { event_id };
   },
 
+  /// Sends a to-device message in the clear (as anyone may, to any device):
+  /// `messages` is {user: {device: content}}.
+  async to_device({ type, messages }) {
+    const map = new Map(Object.entries(messages).map(([user, devices]) => [user, new Map(Object.entries(devices))]));
+    await client.sendToDevice(type, map);
+    return {};
+  },
+
   async redact({ room, event_id }) {
     await client.redactEvent(room, event_id);
     return {};
@@ -145,6 +153,16 @@ const commands = {
 
   async send({ room, content, type = "m.room.message" }) {
     const { event_id } = await client.sendEvent(room, type, content);
+    return { event_id };
+  },
+
+  /// Sends an event of any type sealed in an `m.room.encrypted` one, as a hostile client
+  /// can: the SDK itself never encrypts a redaction (nor a reaction), so the event is
+  /// encrypted by its crypto first and the result sent as it is.
+  async send_sealed({ room, type, content }) {
+    const event = new sdk.MatrixEvent({ type, content, room_id: room, sender: userId, event_id: `~sealed${Date.now()}` });
+    await client.cryptoBackend.encryptEvent(event, client.getRoom(room));
+    const { event_id } = await client.sendEvent(room, "m.room.encrypted", event.getWireContent());
     return { event_id };
   },
 

@@ -27,6 +27,8 @@ mod e2e_encrypted;
 mod e2e_flood;
 #[path = "../it/e2e_hostile.rs"]
 mod e2e_hostile;
+#[path = "../it/e2e_hostile_crypto.rs"]
+mod e2e_hostile_crypto;
 #[path = "../it/e2e_keys.rs"]
 mod e2e_keys;
 #[path = "../it/e2e_live.rs"]
@@ -67,6 +69,8 @@ mod pipeline;
 mod safety;
 #[path = "../it/store.rs"]
 mod store;
+#[path = "../it/store_hostile.rs"]
+mod store_hostile;
 
 mod encrypted;
 mod instances;

@@ -67,9 +67,9 @@ impl DbState {
     }
 
     pub(super) async fn group_session(&self, room: &RoomId, id: &str) -> Result<Option<InboundGroupSession>, Error> {
-        match self.store.crypto_group_session(&self.persona, id).await? {
+        match self.store.crypto_group_session(&self.persona, &key::part(id)).await? {
             // A session is only ever for the room it was made for.
-            Some((stored_room, value, backed_up)) if stored_room == room.as_str() => {
+            Some((stored_room, value, backed_up)) if stored_room == key::part(room.as_str()) => {
                 Ok(Some(group((value, backed_up))?))
             }
             _ => Ok(None),
@@ -77,7 +77,9 @@ impl DbState {
     }
 
     pub(super) async fn outbound(&self, room: &RoomId) -> Result<Option<OutboundGroupSession>, Error> {
-        let Some(value) = self.store.crypto_outbound(&self.persona, room.as_str()).await? else { return Ok(None) };
+        let Some(value) = self.store.crypto_outbound(&self.persona, &key::part(room.as_str())).await? else {
+            return Ok(None);
+        };
         let account = self.static_data()?;
         OutboundGroupSession::from_pickle(account.device_id, account.identity_keys, parse(&value)?)
             .map(Some)
@@ -85,7 +87,7 @@ impl DbState {
     }
 
     pub(super) async fn devices(&self, user: &UserId) -> Result<HashMap<OwnedDeviceId, DeviceData>, Error> {
-        let rows = self.store.crypto_devices(&self.persona, user.as_str(), None).await?;
+        let rows = self.store.crypto_devices(&self.persona, &key::part(user.as_str()), None).await?;
         rows.iter()
             .map(|v| {
                 let device: DeviceData = parse(v)?;
@@ -95,7 +97,8 @@ impl DbState {
     }
 
     pub(super) async fn device(&self, user: &UserId, device: &str) -> Result<Option<DeviceData>, Error> {
-        let rows = self.store.crypto_devices(&self.persona, user.as_str(), Some(device)).await?;
+        let rows =
+            self.store.crypto_devices(&self.persona, &key::part(user.as_str()), Some(&key::part(device))).await?;
         rows.first().map(|v| parse(v)).transpose()
     }
 

@@ -72,8 +72,4 @@ impl DbState {
     async fn write(&self, w: CryptoWrite) -> Result<()> {
         Ok(self.store.crypto_write(&self.persona, &w).await?)
     }
-
-    fn lookup(&self, prefix: &str, rest: &str) -> String {
-        format!("{prefix}{rest}")
-    }
 }

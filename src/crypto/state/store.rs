@@ -62,11 +62,11 @@ impl CryptoStore for DbState {
     }
 
     async fn get_withheld_info(&self, room: &RoomId, session: &str) -> Result<Option<RoomKeyWithheldEntry>> {
-        self.kv(&format!("{}{room}{}{session}", key::WITHHELD, key::SEP)).await
+        self.kv(&key::of(key::WITHHELD, &[room.as_str(), session])).await
     }
 
     async fn get_withheld_sessions_by_room_id(&self, room: &RoomId) -> Result<Vec<RoomKeyWithheldEntry>> {
-        self.kv_prefixed(&format!("{}{room}{}", key::WITHHELD, key::SEP)).await
+        self.kv_prefixed(&key::under(key::WITHHELD, &[room.as_str()])).await
     }
 
     async fn get_inbound_group_sessions(&self) -> Result<Vec<InboundGroupSession>> {
@@ -82,7 +82,7 @@ impl CryptoStore for DbState {
     }
 
     async fn get_inbound_group_sessions_by_room_id(&self, room: &RoomId) -> Result<Vec<InboundGroupSession>> {
-        groups(self.store.crypto_group_sessions(&self.persona, Some(room.as_str())).await?)
+        groups(self.store.crypto_group_sessions(&self.persona, Some(&key::part(room.as_str()))).await?)
     }
 
     async fn get_inbound_group_sessions_for_device_batch(
@@ -94,6 +94,7 @@ impl CryptoStore for DbState {
     ) -> Result<Vec<InboundGroupSession>> {
         let device = (curve_key.to_base64(), data_type as i64);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let after = after.as_deref().map(key::part);
         let rows = self
             .store
             .crypto_group_sessions_of_device(&self.persona, (&device.0, device.1), after.as_deref(), limit)
@@ -108,7 +109,7 @@ impl CryptoStore for DbState {
     }
 
     async fn mark_inbound_group_sessions_as_backed_up(&self, _: &str, ids: &[(&RoomId, &str)]) -> Result<()> {
-        let ids: Vec<String> = ids.iter().map(|(_, s)| (*s).to_owned()).collect();
+        let ids: Vec<String> = ids.iter().map(|(_, s)| save::ids(s)).collect();
         Ok(self.store.crypto_set_backed_up(&self.persona, Some(&ids)).await?)
     }
 
@@ -161,7 +162,12 @@ impl CryptoStore for DbState {
     }
 
     async fn get_user_identity(&self, user: &UserId) -> Result<Option<UserIdentityData>> {
-        self.store.crypto_identity(&self.persona, user.as_str()).await?.as_deref().map(load::parse).transpose()
+        self.store
+            .crypto_identity(&self.persona, &save::ids(user.as_str()))
+            .await?
+            .as_deref()
+            .map(load::parse)
+            .transpose()
     }
 
     async fn is_message_known(&self, hash: &OlmMessageHash) -> Result<bool> {
@@ -169,7 +175,7 @@ impl CryptoStore for DbState {
     }
 
     async fn get_outgoing_secret_requests(&self, id: &TransactionId) -> Result<Option<GossipRequest>> {
-        self.kv(&self.lookup(key::KEY_REQUEST, id.as_str())).await
+        self.kv(&key::of(key::KEY_REQUEST, &[id.as_str()])).await
     }
 
     async fn get_secret_request_by_info(&self, info: &SecretInfo) -> Result<Option<GossipRequest>> {
@@ -183,24 +189,24 @@ impl CryptoStore for DbState {
     }
 
     async fn delete_outgoing_secret_requests(&self, id: &TransactionId) -> Result<()> {
-        let k = self.lookup(key::KEY_REQUEST, id.as_str());
+        let k = key::of(key::KEY_REQUEST, &[id.as_str()]);
         self.write(CryptoWrite { kv: vec![(k, None)], ..CryptoWrite::default() }).await
     }
 
     async fn get_secrets_from_inbox(&self, name: &SecretName) -> Result<Vec<Zeroizing<String>>> {
-        let all: Vec<String> = self.kv_prefixed(&format!("{}{name}{}", key::SECRET, key::SEP)).await?;
+        let all: Vec<String> = self.kv_prefixed(&key::under(key::SECRET, &[name.as_str()])).await?;
         Ok(all.into_iter().map(Zeroizing::new).collect())
     }
 
     async fn delete_secrets_from_inbox(&self, name: &SecretName) -> Result<()> {
-        let prefix = format!("{}{name}{}", key::SECRET, key::SEP);
+        let prefix = key::under(key::SECRET, &[name.as_str()]);
         let rows = self.store.crypto_kv_prefixed(&self.persona, &prefix).await?;
         self.write(CryptoWrite { kv: rows.into_iter().map(|(k, _)| (k, None)).collect(), ..CryptoWrite::default() })
             .await
     }
 
     async fn get_room_settings(&self, room: &RoomId) -> Result<Option<RoomSettings>> {
-        self.kv(&self.lookup(key::ROOM_SETTINGS, room.as_str())).await
+        self.kv(&key::of(key::ROOM_SETTINGS, &[room.as_str()])).await
     }
 
     async fn get_received_room_key_bundle_data(
@@ -208,14 +214,14 @@ impl CryptoStore for DbState {
         room: &RoomId,
         user: &UserId,
     ) -> Result<Option<StoredRoomKeyBundleData>> {
-        self.kv(&format!("{}{room}{}{user}", key::BUNDLE, key::SEP)).await
+        self.kv(&key::of(key::BUNDLE, &[room.as_str(), user.as_str()])).await
     }
 
     async fn get_pending_key_bundle_details_for_room(
         &self,
         room: &RoomId,
     ) -> Result<Option<RoomPendingKeyBundleDetails>> {
-        self.kv(&self.lookup(key::PENDING_BUNDLE, room.as_str())).await
+        self.kv(&key::of(key::PENDING_BUNDLE, &[room.as_str()])).await
     }
 
     async fn get_all_rooms_pending_key_bundles(&self) -> Result<Vec<RoomPendingKeyBundleDetails>> {
@@ -223,20 +229,20 @@ impl CryptoStore for DbState {
     }
 
     async fn has_downloaded_all_room_keys(&self, room: &RoomId) -> Result<bool> {
-        Ok(self.store.crypto_kv(&self.persona, &self.lookup(key::DOWNLOADED, room.as_str())).await?.is_some())
+        Ok(self.store.crypto_kv(&self.persona, &key::of(key::DOWNLOADED, &[room.as_str()])).await?.is_some())
     }
 
     async fn get_custom_value(&self, k: &str) -> Result<Option<Vec<u8>>> {
-        self.kv(&self.lookup(key::CUSTOM, k)).await
+        self.kv(&key::of(key::CUSTOM, &[k])).await
     }
 
     async fn set_custom_value(&self, k: &str, value: Vec<u8>) -> Result<()> {
-        let kv = vec![(self.lookup(key::CUSTOM, k), Some(save::json(&value)?))];
+        let kv = vec![(key::of(key::CUSTOM, &[k]), Some(save::json(&value)?))];
         self.write(CryptoWrite { kv, ..CryptoWrite::default() }).await
     }
 
     async fn remove_custom_value(&self, k: &str) -> Result<()> {
-        self.write(CryptoWrite { kv: vec![(self.lookup(key::CUSTOM, k), None)], ..CryptoWrite::default() }).await
+        self.write(CryptoWrite { kv: vec![(key::of(key::CUSTOM, &[k]), None)], ..CryptoWrite::default() }).await
     }
 
     async fn try_take_leased_lock(&self, ms: u32, k: &str, holder: &str) -> Result<Option<CrossProcessLockGeneration>> {

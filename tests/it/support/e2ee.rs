@@ -155,6 +155,26 @@ impl E2ee {
         done["event_id"].as_str().expect("event id").to_owned()
     }
 
+    /// Sends `content` as a to-device message of `event_type`, in the clear, to one
+    /// device of `user`.
+    pub async fn send_to_device(&mut self, event_type: &str, (user, device): (&str, &str), content: Value) {
+        let messages = json!({user: {device: content}});
+        self.call(json!({"cmd": "to_device", "type": event_type, "messages": messages})).await;
+    }
+
+    /// Sends an event of `event_type` (encrypted, in an encrypted room); its event id.
+    pub async fn send_typed(&mut self, room: &str, event_type: &str, content: Value) -> String {
+        let done = self.call(json!({"cmd": "send", "room": room, "type": event_type, "content": content})).await;
+        done["event_id"].as_str().expect("event id").to_owned()
+    }
+
+    /// Sends an event of `event_type` sealed in an encrypted one, even a type the SDK
+    /// never encrypts (a redaction); its event id.
+    pub async fn send_sealed(&mut self, room: &str, event_type: &str, content: Value) -> String {
+        let done = self.call(json!({"cmd": "send_sealed", "room": room, "type": event_type, "content": content})).await;
+        done["event_id"].as_str().expect("event id").to_owned()
+    }
+
     pub async fn redact(&mut self, room: &str, event: &str) {
         self.call(json!({"cmd": "redact", "room": room, "event_id": event})).await;
     }

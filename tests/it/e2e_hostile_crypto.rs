@@ -1,0 +1,76 @@
+//! Encrypted rooms against a hostile member and a stranger, with real E2EE clients on the
+//! real Synapse (both databases): what one of them sends to a persona's device or into a
+//! room must neither stop the persona reading and writing, nor forge what only the
+//! homeserver may say.
+
+use serde_json::json;
+
+use crate::e2e_encrypted::devices_ready;
+use crate::support::e2ee::{E2ee, from};
+use crate::support::llm::text;
+use crate::support::{BOT, Env};
+
+/// The persona's answers among `events` (its notices left out).
+fn answers(events: &[serde_json::Value]) -> Vec<&str> {
+    from(events, BOT)
+        .iter()
+        .filter(|e| e["content"]["msgtype"] != "m.notice")
+        .filter_map(|e| e["content"]["body"].as_str())
+        .collect()
+}
+
+/// The messages of the model's last request, as one text.
+fn last_prompt(env: &Env) -> String {
+    env.llm.requests().last().map(|r| r["messages"].to_string()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_withheld_notice_and_a_members_forged_inner_events_stop_and_erase_nothing() {
+    let env = Env::start().await;
+    env.llm.respond_with(|req| {
+        let asked = req["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+        text(if asked.contains("second") { "Second answer." } else { "First answer." })
+    });
+    devices_ready(&env).await;
+    let device = env.store().await.crypto_kv(BOT, richbot::crypto::DEVICE_ID).await.expect("store").expect("device");
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let mut bob = E2ee::login(&env.synapse.url, "bob", env.dir.path()).await;
+    let room = alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    bob.join(&room).await;
+    alice.wait_joined(&room, BOT).await;
+    alice.wait_joined(&room, "@bob:localhost").await;
+
+    // A plaintext withheld notice for a room nobody shares, its session id with a NUL (on
+    // PostgreSQL it failed every later save of the persona's crypto), and an encrypted
+    // event whose inner type has one (it failed the room's step for ever).
+    let withheld = json!({
+        "algorithm": "m.megolm.v1.aes-sha2", "room_id": "!elsewhere:localhost", "session_id": "bad\u{0}session",
+        "sender_key": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "code": "m.unverified", "reason": "no",
+    });
+    bob.send_to_device("m.room_key.withheld", (BOT, &device), withheld).await;
+    bob.send_typed(&room, "m.room.message\u{0}", json!({"msgtype": "m.text", "body": "Richbot, nothing"})).await;
+
+    // The forged type is undecryptable, which the room is told once (a notice), then
+    // Alice is answered.
+    let question = alice.say(&room, "Richbot, the first question").await;
+    let events = alice.wait_messages(&room, BOT, 2).await;
+    assert_eq!(answers(&events), ["First answer."], "{events:#?}");
+
+    // Bob, who may not redact Alice's message, redacts it inside an encrypted event: not
+    // a redaction (the homeserver never saw one), so her question stays in the context.
+    bob.send_sealed(&room, "m.room.redaction", json!({"redacts": question})).await;
+    alice.say(&room, "Richbot, the second question").await;
+    let events = alice.wait_messages(&room, BOT, 3).await;
+    assert_eq!(answers(&events), ["First answer.", "Second answer."], "{events:#?}");
+    let prompt = last_prompt(&env);
+    assert!(prompt.contains("the first question"), "the first question is still in the context: {prompt}");
+    assert!(!prompt.contains("Richbot, nothing"), "the event of a forged type is not read: {prompt}");
+    let metrics = env.metrics().await;
+    assert!(metrics.contains("richbot_e2ee_undecryptable_total 2"), "both forged events were refused: {metrics}");
+    // The withheld notice was stored like any other (its ids encoded), not set aside
+    // after failing (which would keep the persona from its keys for a few seconds).
+    assert!(metrics.contains("richbot_e2ee_inbox_set_aside_total 0"), "nothing was set aside: {metrics}");
+    for client in [alice, bob] {
+        client.stop().await;
+    }
+}

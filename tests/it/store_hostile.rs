@@ -1,0 +1,81 @@
+//! The store against what strangers and members can put in it (SQLite, and PostgreSQL in
+//! the `it_postgres` run, which refuses a NUL in text): the personas' crypto state keeps
+//! working, and one crypto inbox row that keeps failing moves aside.
+
+use richbot::crypto::key;
+use richbot::store::{CryptoWrite, GroupSessionRow, Store};
+
+use crate::support::postgres::database_url;
+
+async fn store() -> (Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = database_url(dir.path(), "t.db").await;
+    (Store::open(&url).await.expect("open"), dir)
+}
+
+const PERSONA: &str = "@richbot_bot:localhost";
+
+#[tokio::test]
+async fn crypto_keys_made_of_a_strangers_ids_save_and_read_back() {
+    let (s, _dir) = store().await;
+    let hostile = key::of(key::WITHHELD, &["!r:localhost", "bad\u{0}session\u{1f}x%"]);
+    assert!(!hostile.contains('\u{0}'), "{hostile:?}");
+    assert!(hostile.ends_with("bad%00session%1Fx%25"), "encoded, separator and escape included: {hostile:?}");
+    let plain = key::of(key::WITHHELD, &["!r:localhost", "bad"]);
+    assert_eq!(plain, format!("{}!r:localhost\u{1f}bad", key::WITHHELD), "real ids are kept as they are");
+    let w =
+        CryptoWrite { kv: vec![(hostile.clone(), Some("{\"code\":\"m.unverified\"}".into()))], ..Default::default() };
+    s.crypto_write(PERSONA, &w).await.expect("a stranger's session id saves");
+    assert_eq!(s.crypto_kv(PERSONA, &hostile).await.expect("read").as_deref(), Some("{\"code\":\"m.unverified\"}"));
+    let prefix = key::under(key::WITHHELD, &["!r:localhost"]);
+    assert_eq!(s.crypto_kv_prefixed(PERSONA, &prefix).await.expect("scan").len(), 1, "found by its room");
+    // Two parts that differ never make one key.
+    assert_ne!(key::of(key::BUNDLE, &["a\u{1f}b", "c"]), key::of(key::BUNDLE, &["a", "b\u{1f}c"]));
+    assert_ne!(key::of(key::CUSTOM, &["%00"]), key::of(key::CUSTOM, &["\u{0}"]));
+}
+
+fn room_key(room: &str, value: &str) -> CryptoWrite {
+    let row = GroupSessionRow {
+        session_id: "session".into(),
+        room_id: room.into(),
+        sender_key: "curve".into(),
+        sender_data_type: 1,
+        backed_up: false,
+        value: value.into(),
+    };
+    CryptoWrite { group_sessions: vec![row], ..Default::default() }
+}
+
+#[tokio::test]
+async fn a_room_key_sent_again_for_another_room_is_dropped_not_moved() {
+    let (s, _dir) = store().await;
+    s.crypto_write(PERSONA, &room_key("!ours:localhost", "first")).await.expect("save");
+    // A member re-sends it labelled with another room: the persona keeps reading ours.
+    s.crypto_write(PERSONA, &room_key("!theirs:localhost", "forged")).await.expect("save");
+    let (room, value, _) = s.crypto_group_session(PERSONA, "session").await.expect("read").expect("kept");
+    assert_eq!((room.as_str(), value.as_str()), ("!ours:localhost", "first"));
+    assert!(s.crypto_group_sessions(PERSONA, Some("!theirs:localhost")).await.expect("read").is_empty());
+    // The same room's key, better (an earlier index): replaced as before.
+    s.crypto_write(PERSONA, &room_key("!ours:localhost", "better")).await.expect("save");
+    let (_, value, _) = s.crypto_group_session(PERSONA, "session").await.expect("read").expect("kept");
+    assert_eq!(value, "better");
+}
+
+#[tokio::test]
+async fn a_crypto_inbox_row_that_keeps_failing_is_set_aside_and_the_rows_behind_it_flow() {
+    let (s, _dir) = store().await;
+    let rows: Vec<(String, String)> = (1..=3).map(|i| (PERSONA.to_owned(), format!("{{\"n\":{i}}}"))).collect();
+    s.crypto_inbox_add(&rows, 0).await.expect("add");
+    let seqs: Vec<i64> = s.crypto_inbox(PERSONA, 10).await.expect("read").into_iter().map(|(seq, _)| seq).collect();
+    let broken = seqs[1];
+    for attempt in 1..3 {
+        let aside = s.crypto_inbox_failed(PERSONA, broken, 3, "no\u{0}pe", attempt).await.expect("count");
+        assert!(!aside, "attempt {attempt} is not yet the last");
+    }
+    assert!(s.crypto_inbox_failed(PERSONA, broken, 3, "no\u{0}pe", 3).await.expect("count"), "the third sets it aside");
+    let left: Vec<i64> = s.crypto_inbox(PERSONA, 10).await.expect("read").into_iter().map(|(seq, _)| seq).collect();
+    assert_eq!(left, [seqs[0], seqs[2]], "the others stay, in order");
+    assert_eq!(s.crypto_inbox_aside(PERSONA).await.expect("aside"), [(broken, "no\u{fffd}pe".to_owned())]);
+    // A row already gone (taken meanwhile) is not set aside twice.
+    assert!(!s.crypto_inbox_failed(PERSONA, broken, 3, "again", 4).await.expect("count"));
+}
