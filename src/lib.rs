@@ -112,6 +112,7 @@ pub mod strings;
 pub mod mask;
 pub mod files;
 pub mod clock;
+pub mod keyed;
 
 use std::future::Future;
 use std::sync::Arc;

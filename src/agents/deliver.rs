@@ -37,7 +37,7 @@ impl Channel {
                              "reply_to": req.reply_to, "thread": req.thread});
         self.once((client, key), request, move |this, client, row| async move {
             let made = async {
-                let room = this.room_for(&client, &row, req.direct, &req.to).await?;
+                let room = this.room_for(&client, req.direct, &req.to).await?;
                 for (path, event) in [("reply_to", &req.reply_to), ("thread", &req.thread)] {
                     if let Some(event) = event {
                         this.event_in(event, &room, path).await?;
@@ -74,14 +74,8 @@ impl Channel {
             let made = async {
                 let sent = this.own_message(&client, &req.message_id).await?;
                 let original: OwnedEventId = sent.replaces.clone().unwrap_or_else(|| req.message_id.clone());
-                this.paced(&client, &row)?;
-                if !this.may_post(&client, sent.room_id.as_str(), &sent.room_id).await? {
-                    return Err(Failure::new(
-                        403,
-                        "room_not_allowed",
-                        format!("client {} may no longer post in {}", client.name, sent.room_id),
-                    ));
-                }
+                this.paced(&client)?;
+                this.still_allowed(&client, &sent.room_id).await?;
                 Ok((sent.room_id, original))
             };
             let (room, original) = this.unless_refused(&row, made.await).await?;
@@ -120,6 +114,13 @@ impl Channel {
     {
         let this = self.clone();
         let call = async move {
+            // One call per key at a time: a twin waits, then finds the first one's receipt
+            // (or, if it was refused, the key free again).
+            let channel = this.clone();
+            let _held = match &key {
+                Some(key) => Some(channel.calls.hold((client.name.clone(), key.clone())).await),
+                None => None,
+            };
             let row = this.ledger(&client, key.as_deref(), &request).await?;
             match deduplicated(&row) {
                 Some(done) => Ok(done),
@@ -187,11 +188,10 @@ impl Channel {
         Ok(row)
     }
 
-    /// A fresh call takes one of the client's writes this minute.
-    pub(super) fn paced(&self, client: &Client, row: &AgentRequest) -> Result<(), Failure> {
-        if !row.fresh {
-            return Ok(());
-        }
+    /// A call that is to write takes one of the client's writes this minute: a fresh one,
+    /// and a repeat of one that never landed alike (a repeat with a receipt never gets
+    /// here), so no number of calls with one key writes past the pace.
+    pub(super) fn paced(&self, client: &Client) -> Result<(), Failure> {
         self.rate.take(&client.name, client.writes_per_minute, Instant::now()).map_err(|secs| {
             self.metrics.agent_write(&client.name, "rate_limited");
             Failure {
@@ -224,6 +224,7 @@ impl Channel {
                 Failure::new(502, "send_failed", format!("the homeserver refused the message: {reason}"))
             }
             Err(outbox::Error::Unavailable(reason)) => Failure::unavailable(reason),
+            Err(e @ outbox::Error::Unencrypted(_)) => Failure::new(409, "encryption_unavailable", e.to_string()),
             Err(outbox::Error::NotOwner) => Failure::new(403, "not_owner", "not a message this client sent"),
             Err(e) => Failure::internal(e),
         };

@@ -31,6 +31,21 @@ pub fn router(channel: Arc<Channel>) -> Router {
         .with_state(channel)
         .merge(mcp)
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(bounded))
+}
+
+/// Every route's body, read up to `MAX_BODY` here: one over it is refused with the
+/// failure object (413, `too_large`), not the framework's plain text.
+async fn bounded(request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+        Err(_) => failure(Failure::new(
+            413,
+            "too_large",
+            format!("the request body is over {} KiB; send a smaller message", MAX_BODY / 1024),
+        )),
+    }
 }
 
 /// The client a request's bearer token is, or 401.

@@ -75,6 +75,8 @@ pub struct Channel {
     /// How long an idempotency key is remembered.
     window: Duration,
     rate: rate::Rate,
+    /// The calls in flight, by (client, idempotency key).
+    calls: crate::keyed::Locks<(String, String)>,
     key: WriterKey,
 }
 
@@ -88,7 +90,7 @@ impl Channel {
     ) -> Arc<Self> {
         let clients = clients.into_iter().map(Arc::new).collect();
         let rate = rate::Rate::default();
-        Arc::new(Self { store, outbox, matrix, metrics, clients, window, rate, key })
+        Arc::new(Self { store, outbox, matrix, metrics, clients, window, rate, calls: Default::default(), key })
     }
 
     /// The client whose token `token` is (compared in constant time with each).

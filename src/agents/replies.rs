@@ -21,6 +21,7 @@ impl Channel {
     /// cursor to read on from.
     pub async fn replies(&self, client: &Client, message: &EventId, since: Option<&str>) -> Result<Value, Failure> {
         let sent = self.own_message(client, message).await?;
+        self.still_allowed(client, &sent.room_id).await?;
         let message: &EventId = sent.replaces.as_deref().unwrap_or(message);
         let since = match since.map(str::trim).filter(|s| !s.is_empty()) {
             Some(s) => s

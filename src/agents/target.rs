@@ -5,21 +5,14 @@
 use ruma::{EventId, OwnedRoomId, RoomAliasId, RoomId, UserId};
 
 use super::{Channel, Client, Failure};
-use crate::store::AgentRequest;
 
 impl Channel {
     /// The room `to` names for `client` (`direct`: the DM with that user), if the call is
     /// allowed; it takes one of the client's writes first.
-    pub(super) async fn room_for(
-        &self,
-        client: &Client,
-        row: &AgentRequest,
-        direct: bool,
-        to: &str,
-    ) -> Result<OwnedRoomId, Failure> {
+    pub(super) async fn room_for(&self, client: &Client, direct: bool, to: &str) -> Result<OwnedRoomId, Failure> {
         let to = to.trim();
         // Before any lookup: a client past its pace costs the homeserver nothing.
-        self.paced(client, row)?;
+        self.paced(client)?;
         if direct {
             let user = UserId::parse(to).map_err(|_| {
                 Failure::invalid(
@@ -63,7 +56,7 @@ impl Channel {
 
     /// Whether `client` may post in `room` (named `to` by the caller): a pattern matches
     /// the name or the id, or an alias in `rooms` names that room now.
-    pub(super) async fn may_post(&self, client: &Client, to: &str, room: &RoomId) -> Result<bool, Failure> {
+    async fn may_post(&self, client: &Client, to: &str, room: &RoomId) -> Result<bool, Failure> {
         if client.may_post(to, room.as_str()) {
             return Ok(true);
         }
@@ -79,6 +72,20 @@ impl Channel {
             }
         }
         Ok(false)
+    }
+
+    /// Refuses a write or a read in `room` (where `client` wrote before) that its
+    /// `rooms` no longer allow, unless `room` is the persona's DM with a user its
+    /// `users` allow: an admin's narrowing of a client holds for what it sent before.
+    pub(super) async fn still_allowed(&self, client: &Client, room: &RoomId) -> Result<(), Failure> {
+        if self.may_post(client, room.as_str(), room).await? {
+            return Ok(());
+        }
+        let partners = self.store.dm_partners(&client.persona, room).await.map_err(Failure::internal)?;
+        if partners.iter().any(|user| client.may_message(user.as_str())) {
+            return Ok(());
+        }
+        Err(Failure::new(403, "room_not_allowed", format!("client {} may no longer use {room}", client.name)))
     }
 
     /// A room id, or the room an alias names.

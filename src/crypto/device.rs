@@ -21,6 +21,11 @@ use super::machine::{DEVICE_ID, Sharing, Slot};
 use super::requests::{self, Device};
 use super::state::key;
 use super::{Crypto, Error, probe};
+
+/// How long after a probe that did not find encryption working the next one is sent;
+/// doubling up to `PROBE_AGAIN_MAX`.
+const PROBE_AGAIN: Duration = Duration::from_secs(30);
+const PROBE_AGAIN_MAX: Duration = Duration::from_secs(15 * 60);
 use crate::matrix;
 use crate::store::{CryptoWrite, Store};
 
@@ -102,11 +107,41 @@ impl Crypto {
         Ok(())
     }
 
+    /// Whether encrypted rooms are read and written: unless the last probe found that
+    /// the homeserver does not deliver to-device messages and key counts.
+    pub fn active(&self) -> bool {
+        self.inner.support.active()
+    }
+
+    /// Whether a probe found encryption working (this run, or the last one): only then
+    /// are new rooms (direct chats) made encrypted.
+    pub fn known_to_work(&self) -> bool {
+        self.inner.support.works()
+    }
+
+    /// What a probe found (`crypto::probe`), remembered for the next start.
+    pub async fn set_supported(&self, supported: bool) -> Result<(), Error> {
+        self.inner.support.set(supported);
+        Ok(probe::remember(&self.inner.store, supported).await?)
+    }
+
+    /// Takes what the last run's probe found, until this run's probe answers.
+    pub async fn recall(&self) -> Result<(), Error> {
+        if let Some(works) = probe::recall(&self.inner.store).await? {
+            self.inner.support.set(works);
+        }
+        Ok(())
+    }
+
     /// Sets up the personas' devices (trying again, with back-off, until it works), then
     /// asks the homeserver (a probe, waiting up to `probe_wait`) whether it sends what
-    /// encryption needs. If it does not, the fix is logged once and encrypted rooms are not
-    /// read (a persona in one says it cannot).
+    /// encryption needs, again and again (backing off) until it does. While it does not,
+    /// the fix is logged once and encrypted rooms are neither read (a persona in one says
+    /// it cannot) nor written.
     pub async fn start(&self, probe_wait: Duration) {
+        if let Err(e) = self.recall().await {
+            tracing::warn!(error = %e, "could not read what the last probe found");
+        }
         let mut wait = Duration::from_secs(1);
         while let Err(e) = self.prepare_all().await {
             tracing::warn!(error = %e, "could not set up the personas' devices yet; retrying");
@@ -114,18 +149,33 @@ impl Crypto {
             wait = (wait * 2).min(Duration::from_secs(60));
         }
         let Some(first) = self.inner.slots.first() else { return };
-        match probe::probe(&self.inner.store, &self.inner.matrix, first.user(), probe_wait).await {
-            Ok(found) => match found.fix() {
-                None => tracing::info!(personas = self.inner.slots.len(), "end-to-end encryption ready"),
-                Some(fix) => {
-                    tracing::error!(
-                        fix,
-                        "the homeserver does not send what end-to-end encryption needs: encrypted rooms are not read"
-                    );
-                    self.set_supported(false);
+        let (mut told, mut again) = (false, PROBE_AGAIN);
+        loop {
+            match probe::probe(&self.inner.store, &self.inner.matrix, first.user(), probe_wait).await {
+                Ok(found) => {
+                    if let Err(e) = self.set_supported(found.ok()).await {
+                        tracing::warn!(error = %e, "could not remember what the probe found");
+                    }
+                    match found.fix() {
+                        None => {
+                            tracing::info!(personas = self.inner.slots.len(), "end-to-end encryption ready");
+                            return;
+                        }
+                        Some(fix) if !told => {
+                            told = true;
+                            tracing::error!(
+                                fix,
+                                "the homeserver does not send what end-to-end encryption needs: encrypted rooms are \
+                                 neither read nor written until it does (richbot keeps asking)"
+                            );
+                        }
+                        Some(_) => tracing::debug!("the homeserver still lacks what encryption needs"),
+                    }
                 }
-            },
-            Err(e) => tracing::warn!(error = %e, "could not ask the homeserver whether it supports encryption"),
+                Err(e) => tracing::warn!(error = %e, "could not ask the homeserver whether it supports encryption"),
+            }
+            tokio::time::sleep(again).await;
+            again = (again * 2).min(PROBE_AGAIN_MAX);
         }
     }
 }

@@ -11,19 +11,22 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
+use matrix_sdk_common::deserialized_responses::{VerificationLevel, VerificationState};
 use matrix_sdk_common::ruma::api::client::sync::sync_events::DeviceLists;
 use matrix_sdk_common::ruma::events::AnyToDeviceEvent;
 use matrix_sdk_common::ruma::serde::Raw;
 use matrix_sdk_common::ruma::{OneTimeKeyAlgorithm, OwnedRoomId as CryptoRoomId, OwnedUserId as CryptoUserId, UInt};
 use matrix_sdk_crypto::types::events::room::encrypted::EncryptedEvent;
+use matrix_sdk_crypto::vodozemac::megolm::MegolmMessage;
 use matrix_sdk_crypto::{DecryptionSettings, EncryptionSyncChanges, MegolmError, TrustRequirement};
 use serde_json::Value;
 
 use super::machine::Held;
 use super::pushed::Pushed;
 use super::requests::{self, Device};
-use super::{Decryption, Error};
+use super::{Counters, Decryption, Error};
 use crate::clock::now_ms;
+use crate::store::Store;
 
 /// Crypto inbox rows taken at once.
 const BATCH: i64 = 50;
@@ -43,7 +46,7 @@ pub async fn settle(
     held: &Held<'_>,
     dev: Device<'_>,
     store: &crate::store::Store,
-    counters: &super::Counters,
+    counters: &Counters,
 ) -> Result<Vec<(String, String)>, Error> {
     let persona = dev.user.as_str();
     let mut keys = Vec::new();
@@ -131,12 +134,15 @@ pub async fn decrypt(held: &Held<'_>, room: &str, event: &Value) -> Result<Decry
     let session = event["content"]["session_id"].as_str().unwrap_or_default().to_owned();
     match Box::pin(held.machine.decrypt_room_event(&raw, &room_id, &settings())).await {
         Ok(decrypted) => {
+            // The session's owner, as its device keys tell, must be the event's sender: a
+            // member who pastes another's ciphertext into their own event is not credited
+            // with it.
             let sender = event.get("sender").and_then(Value::as_str).unwrap_or_default();
-            if decrypted.encryption_info.sender.as_str() != sender {
-                return Ok(Decryption::Undecryptable(format!(
-                    "the room key belongs to {}, not the sender",
-                    decrypted.encryption_info.sender
-                )));
+            let info = &decrypted.encryption_info;
+            let mismatched =
+                info.verification_state == VerificationState::Unverified(VerificationLevel::MismatchedSender);
+            if mismatched || info.sender.as_str() != sender {
+                return Ok(Decryption::Undecryptable("the room key belongs to another user than the sender".into()));
             }
             let inner: Value = serde_json::from_str(decrypted.event.json().get())?;
             if let Err(why) = accepted(&inner) {
@@ -152,6 +158,34 @@ pub async fn decrypt(held: &Held<'_>, room: &str, event: &Value) -> Result<Decry
         Err(MegolmError::Store(e)) => Err(Error::Olm(e.to_string())),
         Err(e) => Ok(Decryption::Undecryptable(e.to_string())),
     }
+}
+
+/// `clear`, decrypted from `event`, unless its (session, message index) came in another
+/// event first: a copy of someone's ciphertext under a new event id.
+pub async fn unless_replayed(
+    store: &Store,
+    counters: &Counters,
+    event: &Value,
+    clear: Value,
+) -> Result<Decryption, Error> {
+    let event_id = event["event_id"].as_str().unwrap_or_default();
+    if let Some((session, index)) = message_index(event) {
+        let first = store.crypto_message_index(&session, index, event_id, now_ms()).await?;
+        if first != event_id {
+            return Ok(Decryption::Undecryptable(format!("a copy of {first} (the same message index)")));
+        }
+    }
+    counters.decrypted.fetch_add(1, Ordering::Relaxed);
+    Ok(Decryption::Clear(clear))
+}
+
+/// The megolm session (its id, encoded for a key) and message index an encrypted event
+/// names, read from its ciphertext: each pair is carried by one event only.
+fn message_index(event: &Value) -> Option<(String, i64)> {
+    let content = &event["content"];
+    let session = content["session_id"].as_str()?;
+    let message = MegolmMessage::from_base64(content["ciphertext"].as_str()?).ok()?;
+    Some((super::key::part(session).into_owned(), i64::from(message.message_index())))
 }
 
 /// The inner event types richbot acts on as messages. Anything else inside an encrypted

@@ -25,7 +25,7 @@ mod requests;
 mod state;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ruma::{OwnedUserId, RoomId, UserId};
@@ -40,7 +40,7 @@ use requests::Device;
 
 pub use device::CROSS_SIGNED;
 pub use machine::{DEVICE_ID, Sharing};
-pub use probe::{PROBE_TYPE, Probe, probe, seen as probe_seen};
+pub use probe::{FOUND as PROBE_FOUND, PROBE_TYPE, Probe, probe, seen as probe_seen};
 pub use pushed::{Extensions, LastCounts, Pushed};
 pub use state::{DbState, Error as StateError, key};
 
@@ -110,8 +110,8 @@ struct Inner {
     queue: Option<Arc<RoomQueue>>,
     wake: tokio::sync::Notify,
     counters: Arc<Counters>,
-    /// False once the homeserver is found not to send what encryption needs.
-    supported: AtomicBool,
+    /// Whether the homeserver sends what encryption needs, as the last probe found.
+    support: probe::Support,
 }
 
 impl Crypto {
@@ -127,21 +127,19 @@ impl Crypto {
         let slots = personas.iter().cloned().map(Slot::new).collect();
         let wake = tokio::sync::Notify::new();
         let counters = Arc::default();
-        let supported = AtomicBool::new(true);
         Self {
-            inner: Arc::new(Inner { store, matrix, slots, sharing, wait_for_key, queue, wake, counters, supported }),
+            inner: Arc::new(Inner {
+                store,
+                matrix,
+                slots,
+                sharing,
+                wait_for_key,
+                queue,
+                wake,
+                counters,
+                support: Default::default(),
+            }),
         }
-    }
-
-    /// Whether encrypted rooms are read and written: until a probe finds that the
-    /// homeserver does not deliver to-device messages and key counts.
-    pub fn active(&self) -> bool {
-        self.inner.supported.load(Ordering::Relaxed)
-    }
-
-    /// What a probe found (`crypto::probe`).
-    pub fn set_supported(&self, supported: bool) {
-        self.inner.supported.store(supported, Ordering::Relaxed);
     }
 
     pub fn counters(&self) -> Arc<Counters> {
@@ -204,10 +202,7 @@ impl Crypto {
             held.release().await;
             self.keys_arrived(&settled?).await?;
             match decrypted? {
-                Decryption::Clear(clear) => {
-                    i.counters.decrypted.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Decryption::Clear(clear));
-                }
+                Decryption::Clear(clear) => return inbound::unless_replayed(&i.store, &i.counters, event, clear).await,
                 // A key another persona of the room may have.
                 other @ Decryption::MissingKey { .. } => outcome = Ok(other),
                 other if !matches!(outcome, Ok(Decryption::MissingKey { .. })) => outcome = Ok(other),

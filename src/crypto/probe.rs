@@ -5,7 +5,14 @@
 //! transaction concerns). No answer within the wait means no to-device messages
 //! (`msc2409_to_device_messages_enabled`); an answer without counts means no key counts
 //! or device lists (`msc3202_transaction_extensions`). `check` and `serve` both ask.
+//!
+//! `serve` asks until a probe finds encryption working (a probe that timed out under
+//! load is not the last word), and remembers the last finding in `meta` for the next
+//! start: until a probe has answered, encrypted rooms are read and written as the last
+//! run found, and new direct chats are made encrypted only once encryption is known to
+//! work.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::distr::{Alphanumeric, SampleString};
@@ -20,6 +27,47 @@ use crate::store::Store;
 pub const PROBE_TYPE: &str = "org.richbot.probe";
 /// The `meta` key a probe's arrival is recorded under (with its nonce).
 const SEEN: &str = "crypto_probe:";
+
+/// The `meta` key the last probe's finding is kept under (`works` or `lacking`).
+pub const FOUND: &str = "crypto_probe_found";
+
+/// Whether the homeserver sends what encryption needs, as far as is known: 0 until a
+/// probe (of this run or the last) answered, then `WORKS` or `LACKING`.
+#[derive(Debug, Default)]
+pub struct Support(AtomicU8);
+
+const WORKS: u8 = 1;
+const LACKING: u8 = 2;
+
+impl Support {
+    /// Encrypted rooms are read and written unless a probe found the homeserver lacking.
+    pub fn active(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != LACKING
+    }
+
+    /// A probe found encryption working.
+    pub fn works(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == WORKS
+    }
+
+    pub fn set(&self, works: bool) {
+        self.0.store(if works { WORKS } else { LACKING }, Ordering::Relaxed);
+    }
+}
+
+/// Keeps what a probe found for the next start.
+pub async fn remember(store: &Store, works: bool) -> Result<(), crate::store::Error> {
+    store.set_meta(FOUND, if works { "works" } else { "lacking" }).await
+}
+
+/// What the last probe (of any earlier run) found, if one answered.
+pub async fn recall(store: &Store) -> Result<Option<bool>, crate::store::Error> {
+    Ok(store.meta(FOUND).await?.and_then(|found| match found.as_str() {
+        "works" => Some(true),
+        "lacking" => Some(false),
+        _ => None,
+    }))
+}
 
 /// What a probe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,9 +33,11 @@ impl Outbox {
     }
 
     /// Opens a direct chat from `persona` with `invitee` (an `is_direct` invite),
-    /// encrypted when encryption is on.
+    /// encrypted when encryption is on and a probe found it working.
     pub async fn create_dm(&self, persona: &UserId, invitee: &UserId) -> Result<OwnedRoomId, matrix::Error> {
-        let encrypted = self.crypto.as_ref().is_some_and(Crypto::active);
+        // Encrypted only once encryption is known to work: a DM made encrypted on a
+        // homeserver that lacks it is one the persona can never read.
+        let encrypted = self.crypto.as_ref().is_some_and(Crypto::known_to_work);
         let room = self.matrix.create_dm(persona, invitee, encrypted).await?;
         // Known at once, before the room's own events arrive: the first write may follow
         // right away, and its room key must reach the invitee.

@@ -9,8 +9,6 @@
 //! that landing plus `interval` (`edit_landed`), and the homeserver stamps the write after
 //! its slot.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ruma::{EventId, OwnedEventId};
@@ -21,37 +19,7 @@ use crate::clock::now_ms;
 use crate::store::NewSent;
 
 /// One lock per message being edited, kept only while an edit holds or awaits it.
-#[derive(Debug, Default)]
-pub(super) struct EditLocks(Mutex<HashMap<OwnedEventId, Arc<tokio::sync::Mutex<()>>>>);
-
-/// An edit's hold on its message; dropping it lets the next edit reserve its slot.
-struct Held<'a> {
-    locks: &'a EditLocks,
-    message: &'a EventId,
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-}
-
-impl EditLocks {
-    /// Waits for the edits of `message` before this one (in the order they asked) to land.
-    async fn hold<'a>(&'a self, message: &'a EventId) -> Held<'a> {
-        let lock = {
-            let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            map.entry(message.to_owned()).or_default().clone()
-        };
-        Held { locks: self, message, guard: Some(lock.lock_owned().await) }
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        let mut map = self.locks.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        drop(self.guard.take());
-        // Only the map holds it now (clones are taken under the map's lock): no edit waits.
-        if map.get(self.message).is_some_and(|lock| Arc::strong_count(lock) == 1) {
-            map.remove(self.message);
-        }
-    }
-}
+pub(super) type EditLocks = crate::keyed::Locks<OwnedEventId>;
 
 impl Outbox {
     /// Edits `original` (a message `w.persona` sent), waiting for its slot. Returns the
@@ -79,7 +47,7 @@ impl Outbox {
             return Ok((id, 0));
         }
         let asked = now_ms();
-        let _held = self.edits.hold(original).await;
+        let _held = self.edits.hold(original.to_owned()).await;
         let now = now_ms();
         let slot =
             self.store.reserve_edit_slot(original, w.persona, now, self.interval_ms).await?.ok_or(Error::NotOwner)?;

@@ -1,5 +1,6 @@
 //! How a write fails, as the turn's tool results tell it apart: the homeserver's for good
-//! or for now, not this persona's message, a replay that differs, or the store's.
+//! or for now, an encrypted room richbot cannot encrypt for, not this persona's message,
+//! a replay that differs, or the store's.
 
 use crate::store;
 
@@ -12,6 +13,12 @@ pub enum Error {
     /// The homeserver stayed unreachable through the retries.
     #[error("{0}")]
     Unavailable(String),
+    /// The room is encrypted and richbot cannot encrypt now (encryption off, or the
+    /// homeserver found lacking): never sent in the clear instead.
+    #[error(
+        "{0} is an encrypted room and richbot cannot encrypt right now (encryption is off, or the homeserver does not support it), so nothing is sent there in the clear"
+    )]
+    Unencrypted(String),
     /// Not a message this persona sent.
     #[error("not a message this persona sent")]
     NotOwner,

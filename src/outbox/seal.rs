@@ -13,12 +13,21 @@ use crate::crypto::Crypto;
 use crate::matrix;
 
 impl Outbox {
-    /// The crypto to encrypt a write to `room` with, if the room is encrypted (and
-    /// encryption is on).
+    /// The crypto to encrypt a write to `room` with, if the room is encrypted; a room
+    /// known to be encrypted while richbot cannot encrypt (encryption off, or the
+    /// homeserver found lacking) is `Unencrypted`: a write is never downgraded to clear.
     pub(super) async fn sealer(&self, w: &Write<'_>) -> Result<Option<&Crypto>, Error> {
-        let Some(crypto) = self.crypto.as_ref().filter(|c| c.active()) else { return Ok(None) };
-        let encrypted = crypto.room_encryption(w.room, w.persona).await.map_err(sealing)?.encrypted();
-        Ok(encrypted.then_some(crypto))
+        let encrypted = match self.crypto.as_ref() {
+            Some(crypto) => crypto.room_encryption(w.room, w.persona).await.map_err(sealing)?.encrypted(),
+            // Encryption off: what the room's state told the store (its invite, its
+            // `m.room.encryption` event, or a member's encrypted message checked).
+            None => self.store.room_encryption(w.room).await?.encrypted(),
+        };
+        match self.crypto.as_ref() {
+            _ if !encrypted => Ok(None),
+            Some(crypto) if crypto.active() => Ok(Some(crypto)),
+            _ => Err(Error::Unencrypted(w.room.to_string())),
+        }
     }
 
     /// Sends a write: in an encrypted room, the ciphertext sealed before its first attempt
@@ -38,7 +47,7 @@ impl Outbox {
                 let parse = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| Error::Store(e.into()));
                 ("m.room.encrypted", parse(&sealed)?, Some(parse(&clear)?))
             }
-            None => match self.sealer(w).await? {
+            None => match self.refused_unless_sealable(txn, w, &content).await? {
                 Some(crypto) => {
                     let sealing_it = crypto.encrypt(w.persona, w.room, event_type, &content);
                     let sealed = sealing_it.boxed().await.map_err(sealing)?;
@@ -57,6 +66,32 @@ impl Outbox {
             }
             Err(e @ matrix::Error::Unavailable(_)) => Err(Error::Unavailable(e.to_string())),
         }
+    }
+}
+
+impl Outbox {
+    /// `sealer`, with a write it refuses recorded as failed in the outbox (a flush after
+    /// a restart does not try it again).
+    /// The one write that may go out clear where richbot cannot encrypt is the notice
+    /// that says so (`strings::ENCRYPTED`, fixed text): members learn why they get no
+    /// answer, and it carries nothing of theirs.
+    async fn refused_unless_sealable(
+        &self,
+        txn: &str,
+        w: &Write<'_>,
+        content: &Value,
+    ) -> Result<Option<&Crypto>, Error> {
+        let found = self.sealer(w).await;
+        let says_it_cannot_read =
+            content["msgtype"] == "m.notice" && content["body"].as_str() == Some(crate::strings::ENCRYPTED);
+        if matches!(found, Err(Error::Unencrypted(_))) && says_it_cannot_read {
+            return Ok(None);
+        }
+        if let Err(e @ Error::Unencrypted(_)) = &found {
+            tracing::warn!(room = %w.room, persona = %w.persona, "a write to an encrypted room was refused: richbot cannot encrypt now");
+            self.store.outbox_failed(txn, &e.to_string()).await?;
+        }
+        found
     }
 }
 

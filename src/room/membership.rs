@@ -69,10 +69,14 @@ impl Membership {
             if !self.policy.allowed(&event.sender) || lock(&self.checked_clear).contains(room) {
                 return Ok(());
             }
-            if self.matrix.state_event(room, viewer, "m.room.encryption", "").await?.is_none() {
+            let Some(state) = self.matrix.state_event(room, viewer, "m.room.encryption", "").await? else {
                 tracing::info!(%room, sender = %event.sender, "an encrypted message in a room whose state is not encrypted; ignored");
                 lock(&self.checked_clear).insert(room.clone());
                 return Ok(());
+            };
+            if let Some(algorithm) = state["algorithm"].as_str().filter(|a| !a.is_empty()) {
+                let rotation = (state["rotation_period_ms"].as_i64(), state["rotation_period_msgs"].as_i64());
+                self.store.set_room_encryption(room, algorithm, rotation).await?;
             }
         }
         if !lock(&self.told_encrypted).insert(room.clone()) {
@@ -158,12 +162,12 @@ impl Membership {
         }
         tracing::info!(%room, persona = %user, inviter = %event.sender, "joined");
         if let Some(encryption) = invite_encryption(&event.event) {
-            if self.crypto.as_ref().is_some_and(Crypto::active) {
-                // Read and answered: the room's key settings are known from the invite.
-                let rotation = (encryption["rotation_period_ms"].as_i64(), encryption["rotation_period_msgs"].as_i64());
-                let algorithm = encryption["algorithm"].as_str().unwrap_or(crate::matrix::MEGOLM);
-                self.store.set_room_encryption(room, algorithm, rotation).await?;
-            } else {
+            // The room's key settings, known from the invite: its writes are encrypted,
+            // or refused while richbot cannot encrypt (never sent clear).
+            let rotation = (encryption["rotation_period_ms"].as_i64(), encryption["rotation_period_msgs"].as_i64());
+            let algorithm = encryption["algorithm"].as_str().unwrap_or(crate::matrix::MEGOLM);
+            self.store.set_room_encryption(room, algorithm, rotation).await?;
+            if !self.crypto.as_ref().is_some_and(Crypto::active) {
                 lock(&self.told_encrypted).insert(room.to_owned());
                 return self.say_encrypted(room, user, &event.sender, turns).await;
             }

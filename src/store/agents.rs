@@ -42,29 +42,41 @@ impl Store {
                 .execute(&self.writer)
                 .await?;
         }
-        let made = sqlx::query(
-            "INSERT INTO agent_requests (client, idem_key, request_hash, created_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (client, idem_key) DO NOTHING RETURNING id",
-        )
-        .bind(client)
-        .bind(key)
-        .bind(hash)
-        .bind(now)
-        .fetch_optional(&self.writer)
-        .await?;
-        if let Some(row) = made {
-            return Ok(AgentRequest { id: row.try_get("id")?, fresh: true, same: true, receipt: None });
+        // The row an earlier call made can vanish between the insert and the read (that
+        // call was refused and freed its key): then this call makes it after all.
+        for _ in 0..3 {
+            let made = sqlx::query(
+                "INSERT INTO agent_requests (client, idem_key, request_hash, created_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (client, idem_key) DO NOTHING RETURNING id",
+            )
+            .bind(client)
+            .bind(key)
+            .bind(hash)
+            .bind(now)
+            .fetch_optional(&self.writer)
+            .await?;
+            if let Some(row) = made {
+                return Ok(AgentRequest { id: row.try_get("id")?, fresh: true, same: true, receipt: None });
+            }
+            // Another call made it first (the insert found its key).
+            let row = sqlx::query(
+                "SELECT id, request_hash, room_id, message_id, event_id FROM agent_requests WHERE client = $1 AND idem_key = $2",
+            )
+            .bind(client)
+            .bind(key)
+            .fetch_optional(&self.writer)
+            .await?;
+            if let Some(row) = row {
+                let first: String = row.try_get("request_hash")?;
+                return Ok(AgentRequest {
+                    id: row.try_get("id")?,
+                    fresh: false,
+                    same: first == hash,
+                    receipt: receipt(&row)?,
+                });
+            }
         }
-        // Another call made it first (the insert found its key).
-        let row = sqlx::query(
-            "SELECT id, request_hash, room_id, message_id, event_id FROM agent_requests WHERE client = $1 AND idem_key = $2",
-        )
-        .bind(client)
-        .bind(key)
-        .fetch_one(&self.writer)
-        .await?;
-        let first: String = row.try_get("request_hash")?;
-        Ok(AgentRequest { id: row.try_get("id")?, fresh: false, same: first == hash, receipt: receipt(&row)? })
+        Err(sqlx::Error::RowNotFound.into())
     }
 
     /// Records where call `id` landed, and marks the message as `client`'s.
@@ -92,9 +104,13 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets call `id`, refused before its write: its key is free again.
+    /// Forgets call `id`, refused before its write: its key is free again. A row that
+    /// has landed (another instance's twin finished it) is kept.
     pub async fn forget_agent_request(&self, id: i64) -> Result<()> {
-        sqlx::query("DELETE FROM agent_requests WHERE id = $1").bind(id).execute(&self.writer).await?;
+        sqlx::query("DELETE FROM agent_requests WHERE id = $1 AND event_id IS NULL")
+            .bind(id)
+            .execute(&self.writer)
+            .await?;
         Ok(())
     }
 

@@ -30,6 +30,7 @@ mod checkpoint;
 mod copy;
 mod crypto_flow;
 mod crypto_lookup;
+mod crypto_replay;
 mod crypto_state;
 mod durable;
 mod events;

@@ -136,19 +136,34 @@ impl Store {
         Ok(())
     }
 
-    /// The stored events of `room` that may be votes on `poll` (their type, sender,
-    /// `origin_server_ts` and content); `polls::vote_of` tells which are.
+    /// The stored events of `room` that may be votes on `poll`: each sender's latest one
+    /// sent within `span` (ms, inclusive; `None` is open), with its type, sender,
+    /// `origin_server_ts` and content; `polls::vote_of` tells which are votes. One row per
+    /// sender, chosen in SQL: a member who sends thousands of responses still counts once,
+    /// and never hides anyone else's.
     pub async fn poll_responses(
         &self,
         room: &RoomId,
         poll: &ruma::EventId,
+        (from, until): (i64, Option<i64>),
     ) -> Result<Vec<(String, String, i64, Value)>> {
         let contains = self.event_holds("$2");
         let sql = format!(
-            "SELECT event_type, sender, origin_ts, event FROM events WHERE room_id = $1 AND {contains}
-             AND event_type IN ('org.matrix.msc3381.poll.response', 'm.poll.response') ORDER BY seq LIMIT 10000"
+            "SELECT event_type, sender, origin_ts, event FROM (
+               SELECT event_type, sender, origin_ts, event,
+                 ROW_NUMBER() OVER (PARTITION BY sender ORDER BY origin_ts DESC, seq DESC) AS latest
+               FROM events WHERE room_id = $1 AND {contains}
+               AND event_type IN ('org.matrix.msc3381.poll.response', 'm.poll.response')
+               AND origin_ts >= $3 AND origin_ts <= $4
+             ) responses WHERE latest = 1 ORDER BY sender"
         );
-        let rows = sqlx::query(&sql).bind(room.as_str()).bind(poll.as_str()).fetch_all(&self.pool).await?;
+        let rows = sqlx::query(&sql)
+            .bind(room.as_str())
+            .bind(poll.as_str())
+            .bind(from)
+            .bind(until.unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter()
             .map(|r| {
                 let event: Value = serde_json::from_str(&r.try_get::<String, _>("event")?).unwrap_or_default();

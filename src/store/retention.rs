@@ -74,6 +74,13 @@ impl Store {
             )
             .await?;
         sqlx::query("DELETE FROM budget_notices WHERE until < $1").bind(now).execute(&self.writer).await?;
+        // Which event first carried each megolm message index, as long as the history.
+        self.batches(
+            "DELETE FROM crypto_message_indices WHERE (session_id, message_index) IN
+             (SELECT session_id, message_index FROM crypto_message_indices WHERE seen_at < $1 LIMIT $2)",
+            before,
+        )
+        .await?;
         // Polls that ended before the cut-off (their votes are pruned with the events).
         sqlx::query("DELETE FROM polls WHERE ended_at < $1").bind(before).execute(&self.writer).await?;
         Ok(pruned)

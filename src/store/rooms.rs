@@ -183,6 +183,16 @@ impl Store {
         row.map(|r| id(&r, "room_id")).transpose()
     }
 
+    /// The users whose DM room with the persona `room` is (its latest one for each).
+    pub async fn dm_partners(&self, persona: &UserId, room: &RoomId) -> Result<Vec<OwnedUserId>> {
+        let rows = sqlx::query("SELECT user_id FROM dm_rooms WHERE persona = $1 AND room_id = $2")
+            .bind(persona.as_str())
+            .bind(room.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| id(r, "user_id")).collect()
+    }
+
     /// Remembers the persona's DM room with a user.
     pub async fn set_dm_room(&self, persona: &UserId, user_id: &UserId, room_id: &RoomId) -> Result<()> {
         sqlx::query(

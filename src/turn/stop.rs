@@ -39,6 +39,7 @@ pub(super) fn outbox_error(e: outbox::Error) -> Stop {
             ToolErrorCode::SendFailed,
             format!("the homeserver refused the message: {reason}"),
         )),
+        outbox::Error::Unencrypted(_) => Stop::Tool(ToolError::new(ToolErrorCode::SendFailed, e.to_string())),
         outbox::Error::Mismatch(_) => Stop::Tool(internal(e)),
         outbox::Error::Unavailable(reason) => Stop::Suspend(format!("the homeserver is unavailable: {reason}")),
         outbox::Error::Store(e) => Stop::Suspend(format!("store: {e}")),

@@ -7,7 +7,7 @@
 //   {"id": 1, "cmd": "login", "hs": "http://127.0.0.1:8008", "user": "alice", "password": "..."}
 //   -> @@richbot {"id": 1, "ok": true, "user_id": "@alice:localhost", "device_id": "ABC"}
 //
-// Commands: login, isolation, create_room, join, state, to_device, redact, send, send_sealed, send_file,
+// Commands: login, isolation, create_room, join, state, to_device, redact, send, seal, send_sealed, send_file,
 // wait_joined, wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
 
 for (const level of ["log", "info", "debug", "warn", "error", "trace"]) {
@@ -159,6 +159,14 @@ const commands = {
   /// Sends an event of any type sealed in an `m.room.encrypted` one, as a hostile client
   /// can: the SDK itself never encrypts a redaction (nor a reaction), so the event is
   /// encrypted by its crypto first and the result sent as it is.
+  /// Encrypts an event for the room as this device would send it, and only answers its
+  /// wire content (another sender may then paste it into an event of their own).
+  async seal({ room, type, content }) {
+    const event = new sdk.MatrixEvent({ type, content, room_id: room, sender: userId, event_id: `~sealed${Date.now()}` });
+    await client.cryptoBackend.encryptEvent(event, client.getRoom(room));
+    return { content: event.getWireContent() };
+  },
+
   async send_sealed({ room, type, content }) {
     const event = new sdk.MatrixEvent({ type, content, room_id: room, sender: userId, event_id: `~sealed${Date.now()}` });
     await client.cryptoBackend.encryptEvent(event, client.getRoom(room));

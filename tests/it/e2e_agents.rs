@@ -60,6 +60,12 @@ async fn post(url: &str, path: &str, token: &str, body: Value) -> (u16, Option<S
     (status, retry, response.json().await.expect("a JSON answer"))
 }
 
+/// `GET {url}{path}` with `token`: the status and the body.
+async fn get(url: &str, path: &str, token: &str) -> (u16, Value) {
+    let response = reqwest::Client::new().get(format!("{url}{path}")).bearer_auth(token).send().await.expect("get");
+    (response.status().as_u16(), response.json().await.expect("a JSON answer"))
+}
+
 fn weather(city: &str) -> Value {
     json!({"v": 1, "blocks": [{"type": "weather", "location": city, "temp": 21, "unit": "C", "condition": "Sunny"}]})
 }
@@ -315,4 +321,69 @@ async fn a_direct_message_to_an_encrypted_client_goes_out_encrypted_and_its_repl
     alice.wait_messages(&room, BOT, 3).await;
     assert_eq!(env.llm.requests().len(), 1, "a reply to the client's message in a DM is not a question");
     alice.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_keep_one_message_per_key_and_the_pace_for_every_call() {
+    let (env, url) = env().await;
+    let ops = room(&env, Some("ops")).await;
+
+    // Six calls at once with one key: one message; the others get its receipt.
+    let body = json!({"kind": "channel", "to": ops, "body": "release 1.2 shipped", "idempotency_key": "rel-1.2"});
+    let answers = futures::future::join_all((0..6).map(|_| post(&url, "/v1/send", CI, body.clone()))).await;
+    assert!(answers.iter().all(|(status, _, _)| *status == 200), "{answers:?}");
+    let fresh: Vec<_> = answers.iter().filter(|(_, _, a)| a["deduplicated"] == false).collect();
+    assert_eq!(fresh.len(), 1, "one call wrote, the others were deduplicated: {answers:?}");
+    assert!(answers.iter().all(|(_, _, a)| a["message_id"] == fresh[0].2["message_id"]), "{answers:?}");
+    assert_eq!(posted(&env, &ops, "release 1.2 shipped").await, 1);
+
+    // `ops` may write twice a minute: with its bucket emptied, 6 calls at once for each
+    // of 5 keys land nothing (one at most, should a refill come while they run), and
+    // none fails inside richbot.
+    for n in 1..=2 {
+        let (status, _, answer) =
+            post(&url, "/v1/send", OPS, json!({"kind": "channel", "to": ops, "body": format!("warm {n}")})).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let bodies: Vec<Value> = (0..5)
+        .flat_map(|key| {
+            let body = json!({"kind": "channel", "to": ops, "body": format!("burst {key}"), "idempotency_key": format!("b{key}")});
+            std::iter::repeat_n(body, 6)
+        })
+        .collect();
+    let calls = bodies.into_iter().map(|body| post(&url, "/v1/send", OPS, body));
+    let answers = futures::future::join_all(calls).await;
+    let statuses: Vec<u16> = answers.iter().map(|(status, _, _)| *status).collect();
+    assert!(statuses.iter().all(|s| [200, 429].contains(s)), "only receipts and rate_limited: {answers:?}");
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    let mut landed = 0;
+    for key in 0..5 {
+        landed += posted(&env, &ops, &format!("burst {key}")).await;
+    }
+    assert!(landed <= 1, "{landed} messages landed past an empty bucket: {statuses:?}");
+    assert!(ok <= 6 * landed, "a receipt only for a message that landed: {statuses:?}");
+
+    // A body over the limit gets the failure object, as JSON.
+    let big = json!({"kind": "channel", "to": ops, "body": "x".repeat(1_100_000)});
+    let (status, _, answer) = post(&url, "/v1/send", CI, big).await;
+    assert_eq!((status, answer["code"].as_str()), (413, Some("too_large")), "{answer}");
+}
+
+#[tokio::test]
+async fn replies_are_read_only_where_the_client_may_still_post() {
+    let (env, url) = env().await;
+    let ops = room(&env, Some("ops")).await;
+    let (status, _, sent) = post(&url, "/v1/send", CI, json!({"kind": "channel", "to": ops, "body": "deploy?"})).await;
+    assert_eq!(status, 200, "{sent}");
+    let path = format!("/v1/messages/{}/replies", enc(sent["message_id"].as_str().expect("id")));
+    let (status, answer) = get(&url, &path, CI).await;
+    assert_eq!(status, 200, "{answer}");
+    // The alias `ci` may post under now names no room: the room is no longer the client's.
+    let (status, answer) = env
+        .alice
+        .call(reqwest::Method::DELETE, &format!("/_matrix/client/v3/directory/room/{}", enc("#ops:localhost")), None)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = get(&url, &path, CI).await;
+    assert_eq!((status, answer["code"].as_str()), (403, Some("room_not_allowed")), "{answer}");
 }

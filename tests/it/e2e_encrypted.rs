@@ -19,7 +19,8 @@ pub async fn encrypted_dm(env: &Env) -> (E2ee, String) {
     (alice, room)
 }
 
-/// Waits until every persona's device is set up and cross-signed.
+/// Waits until every persona's device is set up and cross-signed, and the probe found
+/// encryption working.
 pub async fn devices_ready(env: &Env) {
     let store = env.store().await;
     for persona in [BOT, crate::support::HELPER] {
@@ -30,6 +31,12 @@ pub async fn devices_ready(env: &Env) {
         })
         .await;
     }
+    // And its probe found encryption working: only then are new DMs made encrypted.
+    eventually("the probe finds encryption working", Duration::from_secs(90), || async {
+        let found = store.meta(richbot::crypto::PROBE_FOUND).await.ok().flatten();
+        (found.as_deref() == Some("works")).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -74,3 +74,52 @@ async fn a_strangers_withheld_notice_and_a_members_forged_inner_events_stop_and_
         client.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ciphertext_pasted_by_another_member_or_sent_again_is_not_read() {
+    let env = Env::start().await;
+    env.llm.respond_with(|_| text("Answered."));
+    devices_ready(&env).await;
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let mut bob = E2ee::login(&env.synapse.url, "bob", env.dir.path()).await;
+    let room = alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    bob.join(&room).await;
+    alice.wait_joined(&room, BOT).await;
+    alice.wait_joined(&room, "@bob:localhost").await;
+
+    // Alice's device seals a message she never sends; Bob sends it as his own event.
+    let sealed =
+        alice.seal(&room, "m.room.message", json!({"msgtype": "m.text", "body": "Richbot, alice-pasted-by-bob"})).await;
+    env.bob.send(&room, "m.room.encrypted", sealed).await;
+    // Alice's real question, then the very same ciphertext again under a new event id.
+    let question = alice.say(&room, "Richbot, the real question").await;
+    // The paste is undecryptable (the room is told once, a notice), and Alice answered.
+    let events = alice.wait_messages(&room, BOT, 2).await;
+    assert_eq!(answers(&events), ["Answered."], "{events:#?}");
+    let (status, original) = env
+        .alice
+        .call(
+            reqwest::Method::GET,
+            &format!(
+                "/_matrix/client/v3/rooms/{}/event/{}",
+                crate::support::enc(&room),
+                crate::support::enc(&question)
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{original}");
+    env.alice.send(&room, "m.room.encrypted", original["content"].clone()).await;
+    alice.say(&room, "Richbot, the last question").await;
+    let events = alice.wait_messages(&room, BOT, 3).await;
+    let prompt = last_prompt(&env);
+    assert!(prompt.contains("the last question") && prompt.contains("the real question"), "{prompt}");
+    assert!(!prompt.contains("alice-pasted-by-bob"), "Bob is not credited with Alice's words: {prompt}");
+    assert_eq!(prompt.matches("the real question").count(), 1, "the copy is not read again: {prompt}");
+    let metrics = env.metrics().await;
+    assert!(metrics.contains("richbot_e2ee_undecryptable_total 2"), "both copies were refused: {metrics}");
+    assert_eq!(answers(&events), ["Answered.", "Answered."], "{events:#?}");
+    for client in [alice, bob] {
+        client.stop().await;
+    }
+}

@@ -13,6 +13,7 @@ mod e2e_appservice;
 mod e2e_commands;
 mod e2e_crash;
 mod e2e_delivery;
+mod e2e_downgrade;
 mod e2e_encrypted;
 mod e2e_flood;
 mod e2e_hostile;

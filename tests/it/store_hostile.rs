@@ -79,3 +79,84 @@ async fn a_crypto_inbox_row_that_keeps_failing_is_set_aside_and_the_rows_behind_
     // A row already gone (taken meanwhile) is not set aside twice.
     assert!(!s.crypto_inbox_failed(PERSONA, broken, 3, "again", 4).await.expect("count"));
 }
+
+fn vote(n: usize, sender: &str, poll: &str, answer: &str, at: i64) -> richbot::store::NewEvent {
+    let content = serde_json::json!({
+        "m.relates_to": {"rel_type": "m.reference", "event_id": poll},
+        "org.matrix.msc3381.poll.response": {"answers": [answer]},
+    });
+    let event = serde_json::json!({
+        "type": "org.matrix.msc3381.poll.response", "event_id": format!("$v{n}"), "room_id": "!r:localhost",
+        "sender": sender, "origin_server_ts": at, "content": content,
+    });
+    richbot::store::NewEvent {
+        event_id: format!("$v{n}").try_into().expect("id"),
+        room_id: "!r:localhost".try_into().expect("room"),
+        sender: sender.try_into().expect("sender"),
+        event_type: "org.matrix.msc3381.poll.response".into(),
+        state_key: None,
+        origin_ts: at,
+        event: event.to_string(),
+        processed: true,
+    }
+}
+
+#[tokio::test]
+async fn a_member_who_stuffs_a_poll_with_votes_still_counts_once_and_hides_nobody() {
+    let (s, _dir) = store().await;
+    let (poll_id, room) = (ruma::event_id!("$poll"), ruma::room_id!("!r:localhost"));
+    let answers = vec!["tea".to_owned(), "coffee".to_owned()];
+    let start = 1_000;
+    let new = richbot::store::NewPoll {
+        event_id: poll_id,
+        room_id: room,
+        persona: ruma::user_id!("@richbot_bot:localhost"),
+        question: "Which?",
+        answers: &answers,
+        disclosed: true,
+        created_at: start,
+        end_at: None,
+    };
+    s.record_poll(&new).await.expect("poll");
+    // 10,001 votes for tea from one member (more than any fixed window), then one each
+    // for coffee from two others; and one vote sent before the poll began, not counted.
+    let (tea, coffee) = (richbot::polls::answer_id(0), richbot::polls::answer_id(1));
+    let stuffed: Vec<_> = (0..10_001).map(|i| vote(i, "@stuffer:localhost", "$poll", &tea, start + 1)).collect();
+    for chunk in stuffed.chunks(1_000) {
+        s.insert_events(chunk, start).await.expect("insert");
+    }
+    let late = [
+        vote(20_000, "@alice:localhost", "$poll", &coffee, start + 5),
+        vote(20_001, "@bob:localhost", "$poll", &coffee, start + 6),
+        vote(20_002, "@carol:localhost", "$poll", &tea, start - 1),
+    ];
+    s.insert_events(&late, start).await.expect("insert");
+    let row = s.poll(poll_id).await.expect("read").expect("recorded");
+    let tally = richbot::polls::count(&s, &row).await.expect("count");
+    assert_eq!(tally.votes, 3, "{tally:?}");
+    assert_eq!(tally.counts[0].1, vec!["@stuffer:localhost".to_owned()]);
+    assert_eq!(tally.counts[1].1, vec!["@alice:localhost".to_owned(), "@bob:localhost".to_owned()]);
+    assert!(tally.result().contains("coffee"), "{}", tally.result());
+}
+
+fn crypto_of(s: &Store) -> richbot::crypto::Crypto {
+    let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as_token", Default::default());
+    let personas = [crate::support::user_id(PERSONA)];
+    richbot::crypto::Crypto::new((s.clone(), matrix), &personas, std::time::Duration::from_secs(60), (None, None))
+}
+
+#[tokio::test]
+async fn what_the_last_probe_found_holds_from_the_next_start() {
+    let (s, _dir) = store().await;
+    let first = crypto_of(&s);
+    first.recall().await.expect("recall");
+    assert!(first.active() && !first.known_to_work(), "before any probe: rooms read, no new encrypted rooms");
+    first.set_supported(true).await.expect("remember");
+    let second = crypto_of(&s);
+    second.recall().await.expect("recall");
+    assert!(second.known_to_work(), "a restart makes encrypted DMs at once");
+    second.set_supported(false).await.expect("remember");
+    let third = crypto_of(&s);
+    third.recall().await.expect("recall");
+    assert!(!third.active(), "nor reads nor writes encrypted rooms until a probe finds it working");
+}

@@ -29,6 +29,8 @@ mod e2e_flood;
 mod e2e_hostile;
 #[path = "../it/e2e_hostile_crypto.rs"]
 mod e2e_hostile_crypto;
+#[path = "../it/e2e_downgrade.rs"]
+mod e2e_downgrade;
 #[path = "../it/e2e_keys.rs"]
 mod e2e_keys;
 #[path = "../it/e2e_live.rs"]

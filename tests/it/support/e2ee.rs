@@ -175,6 +175,13 @@ impl E2ee {
         done["event_id"].as_str().expect("event id").to_owned()
     }
 
+    /// The wire content of an event of `event_type` encrypted for `room` by this device,
+    /// not sent.
+    pub async fn seal(&mut self, room: &str, event_type: &str, content: Value) -> Value {
+        let done = self.call(json!({"cmd": "seal", "room": room, "type": event_type, "content": content})).await;
+        done["content"].clone()
+    }
+
     pub async fn redact(&mut self, room: &str, event: &str) {
         self.call(json!({"cmd": "redact", "room": room, "event_id": event})).await;
     }
