@@ -43,6 +43,10 @@ pub const TOO_MANY_ROOMS: &str =
 /// Posted when a turn ran past its deadline.
 pub const DEADLINE: &str = "Sorry, that took too long, so I stopped. Please try again, perhaps with a simpler request.";
 
+/// Why a persona cancels an interactive verification request (the member's client shows it).
+pub const NO_VERIFICATION: &str = "richbot's devices are cross-signed by its own identity; it cannot verify interactively. \
+Check its identity's key with your homeserver's admin instead.";
+
 /// Posted once in an encrypted room when encryption is off (or the homeserver does not
 /// support it).
 pub const ENCRYPTED: &str = "This room is encrypted, and I can't read encrypted messages here, so I can't answer. \

@@ -118,7 +118,9 @@ impl Door {
         let Some((joined, members)) = self.members(&event.room_id, facts) else { return false };
         let Ok(value) = serde_json::from_str::<Value>(&event.event) else { return false };
         let Some(content) = value.get("content") else { return false };
-        if content.get("m.relates_to").is_some() || read_used_id(content).is_some() {
+        // A verification request is answered (cancelled) by its room's worker.
+        let verification = content.get("msgtype").and_then(Value::as_str) == Some("m.key.verification.request");
+        if verification || content.get("m.relates_to").is_some() || read_used_id(content).is_some() {
             return false;
         }
         let allowed = self.policy.allowed(&event.sender);

@@ -14,8 +14,9 @@
 //! is stored already processed (history only), and no worker is queued for it. A busy
 //! homeserver never delays a member's question with work that leads nowhere.
 //!
-//! A redaction also scrubs, at the door, what a running turn recorded for its resume (the
-//! model's replies, tool results); the event itself is scrubbed by its room's worker.
+//! A redaction by the redacted event's sender also scrubs, at the door, what a running
+//! turn recorded for its resume (the model's replies, tool results); the event itself is
+//! scrubbed by its room's worker, which also applies a moderator's (`room::redaction`).
 //!
 //! The event id is the dedup key, not the transaction id: Synapse on SQLite restarts its
 //! transaction ids at 1 when it restarts, so a txn-id ledger would drop new events.
@@ -142,8 +143,8 @@ impl Inbox {
         let for_devices = self.keep_for_devices(extensions).await?;
         self.note_room_crypto(&parsed).await?;
         let new = self.store.insert_events(&parsed, now_ms()).await?;
-        for (room, target) in parsed.iter().filter_map(redaction) {
-            self.store.scrub_turn_records(room, &target).await?;
+        for (room, target, by) in parsed.iter().filter_map(redaction) {
+            self.store.scrub_turn_records(room, &target, Some(by)).await?;
         }
         self.store.sync().await?;
         if let (true, Some(crypto)) = (for_devices, &self.crypto) {
@@ -162,14 +163,14 @@ impl Inbox {
     }
 }
 
-/// A redaction's room and the event it redacts.
-fn redaction(e: &NewEvent) -> Option<(&ruma::RoomId, ruma::OwnedEventId)> {
+/// A redaction's room, the event it redacts, and its sender.
+fn redaction(e: &NewEvent) -> Option<(&ruma::RoomId, ruma::OwnedEventId, &ruma::UserId)> {
     if e.event_type != "m.room.redaction" {
         return None;
     }
     let v: serde_json::Value = serde_json::from_str(&e.event).ok()?;
     let target = v.get("redacts").or_else(|| v.get("content")?.get("redacts"))?.as_str()?;
-    Some((&e.room_id, ruma::OwnedEventId::try_from(target).ok()?))
+    Some((&e.room_id, ruma::OwnedEventId::try_from(target).ok()?, &e.sender))
 }
 
 /// The fields the inbox indexes an event by, borrowed from the body where they have no

@@ -1,32 +1,50 @@
-//! Scaling a picture for a model: decoded with bounds (a small file that decodes to a
-//! huge image is refused, not allocated), shrunk to at most `max_px` on its long side,
-//! and encoded as a JPEG of at most `max_bytes` (lower quality first, then smaller).
+//! Scaling a picture for a model: its header read first (a small file that would decode
+//! to a huge image is refused before anything is allocated), decoded with an allocation
+//! cap, one picture at a time in the whole process, shrunk to at most `max_px` on its
+//! long side by area averaging (no full-size intermediate), and encoded as a JPEG of at
+//! most `max_bytes` (lower quality first, then smaller). So any picture a member sends
+//! costs at most about `MAX_DECODE_BYTES` beside its file, however many arrive at once
+//! (`cargo bench --bench pictures` measures it).
 
 use std::io::Cursor;
+use std::sync::Mutex;
 
-use image::imageops::FilterType;
 use image::{DynamicImage, GenericImageView, ImageReader};
 
+/// Most pixels in a picture decoded at all (4096 × 4096: a 12 MP phone photo fits).
+const MAX_PIXELS: u64 = 4096 * 4096;
 /// Widest or tallest picture decoded at all, in pixels.
-const MAX_DECODED_PX: u32 = 16_384;
-/// Memory a decode may take at most.
-const MAX_DECODE_BYTES: u64 = 512 * 1024 * 1024;
+const MAX_SIDE: u32 = 16_384;
+/// Memory one decode may take at most (`MAX_PIXELS` at 6 bytes a pixel: 16-bit RGB).
+const MAX_DECODE_BYTES: u64 = 96 * 1024 * 1024;
 /// JPEG qualities tried, best first.
 const QUALITIES: [u8; 3] = [85, 70, 50];
 
+/// One decode at a time, process-wide: three DMs sending pictures together cost what one does.
+static DECODING: Mutex<()> = Mutex::new(());
+
 /// `bytes` (any of JPEG, PNG, GIF, WebP) as a JPEG within the bounds, with its size.
 pub fn scale(bytes: &[u8], max_px: u32, max_bytes: usize) -> Result<(Vec<u8>, u32, u32), String> {
-    let mut reader = ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| e.to_string())?;
+    let reader = || ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| e.to_string());
+    let (w, h) = reader()?.into_dimensions().map_err(|e| format!("not a picture richbot can read: {e}"))?;
+    if u64::from(w) * u64::from(h) > MAX_PIXELS || w.max(h) > MAX_SIDE {
+        return Err(format!(
+            "the picture is {w} x {h} pixels, more than the {:.1} million richbot reads; send a smaller one",
+            MAX_PIXELS as f64 / 1e6
+        ));
+    }
+    let _one = DECODING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut reader = reader()?;
     let mut limits = image::Limits::default();
-    limits.max_image_width = Some(MAX_DECODED_PX);
-    limits.max_image_height = Some(MAX_DECODED_PX);
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
     limits.max_alloc = Some(MAX_DECODE_BYTES);
     reader.limits(limits);
     let decoded = reader.decode().map_err(|e| format!("not a picture richbot can read: {e}"))?;
     let mut side = max_px.max(16);
+    let mut fitted = shrink(&decoded, side);
+    drop(decoded);
     loop {
-        let (w, h) = decoded.dimensions();
-        let fitted = if w.max(h) > side { decoded.resize(side, side, FilterType::Triangle) } else { decoded.clone() };
         let rgb = DynamicImage::ImageRgb8(fitted.to_rgb8());
         for quality in QUALITIES {
             let mut out = Vec::new();
@@ -40,7 +58,14 @@ pub fn scale(bytes: &[u8], max_px: u32, max_bytes: usize) -> Result<(Vec<u8>, u3
             return Err(format!("cannot make it fit in {max_bytes} bytes"));
         }
         side = side * 3 / 4;
+        fitted = shrink(&fitted, side);
     }
+}
+
+/// `image` with its long side at most `side`, its aspect kept.
+fn shrink(image: &DynamicImage, side: u32) -> DynamicImage {
+    let (w, h) = image.dimensions();
+    if w.max(h) > side { image.thumbnail(side, side) } else { image.clone() }
 }
 
 #[cfg(test)]
@@ -72,5 +97,17 @@ mod tests {
         let (jpeg, w, _) = scale(&bytes, 600, 40_000).expect("fits");
         assert!(jpeg.len() <= 40_000 && w < 600, "{} bytes at {w} px", jpeg.len());
         assert!(scale(b"not a picture", 1568, 4_000_000).is_err());
+    }
+
+    #[test]
+    fn a_picture_over_the_pixel_bound_is_refused_by_its_header() {
+        let mut zeros = Vec::new();
+        image::GrayImage::new(4097, 4096).write_to(&mut Cursor::new(&mut zeros), image::ImageFormat::Png).expect("png");
+        assert!(zeros.len() < 200_000, "small on the wire: {}", zeros.len());
+        let refused = scale(&zeros, 1024, 400_000).expect_err("refused");
+        assert!(refused.contains("4097 x 4096") && refused.contains("16.8 million"), "{refused}");
+        let mut fits = Vec::new();
+        image::GrayImage::new(4096, 4096).write_to(&mut Cursor::new(&mut fits), image::ImageFormat::Png).expect("png");
+        assert_eq!(scale(&fits, 1024, 400_000).expect("at the bound").1, 1024);
     }
 }

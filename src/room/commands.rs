@@ -15,6 +15,7 @@ use ruma::{RoomId, UserId};
 use super::Error;
 use super::command::{Command, MODES};
 use crate::matrix;
+use crate::personas::Personas;
 use crate::store::{Store, StoredEvent};
 use crate::strings;
 use crate::turn::{Outcome, Turns};
@@ -25,13 +26,14 @@ const MODE_LEVEL: i64 = 50;
 /// Handles commands.
 #[derive(Debug)]
 pub struct Commands {
-    store: Store,
-    matrix: matrix::Client,
+    pub(super) store: Store,
+    pub(super) matrix: matrix::Client,
+    pub(super) personas: Personas,
 }
 
 impl Commands {
-    pub fn new(store: Store, matrix: matrix::Client) -> Self {
-        Self { store, matrix }
+    pub fn new(store: Store, matrix: matrix::Client, personas: Personas) -> Self {
+        Self { store, matrix, personas }
     }
 
     /// Answers `command` (claimed from `events`) in `room` for `asker`.

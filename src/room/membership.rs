@@ -34,10 +34,10 @@ use crate::turn::{Outcome, Turns};
 /// Applies member events.
 #[derive(Debug)]
 pub struct Membership {
-    store: Store,
+    pub(super) store: Store,
     matrix: matrix::Client,
-    personas: Personas,
-    outbox: Outbox,
+    pub(super) personas: Personas,
+    pub(super) outbox: Outbox,
     policy: Policy,
     /// Encrypted rooms already told (for personas that stay).
     told_encrypted: Mutex<HashSet<OwnedRoomId>>,

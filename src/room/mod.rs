@@ -29,9 +29,11 @@ mod leases;
 mod limiter;
 mod membership;
 mod power;
+mod redaction;
 mod scheduler;
 mod strikes;
 pub mod triggers;
+mod verification;
 mod worker;
 
 use std::sync::Arc;
@@ -106,7 +108,7 @@ impl Deps {
         let limiter =
             limiter::Limiter::new(r.per_room_per_minute, r.per_asker_per_minute, r.cooldown_secs, r.exempt.clone());
         let triage = facts::Triage::new(store.clone(), personas.clone(), policy.clone());
-        let commands = commands::Commands::new(store.clone(), matrix.clone());
+        let commands = commands::Commands::new(store.clone(), matrix.clone(), personas.clone());
         let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
         let parts = (triage, membership, commands);
         Self { worker: worker::Worker::new(store, parts, turns, limiter, metrics), leases: None }

@@ -56,6 +56,13 @@ pub fn power(state: &[Value], user: &UserId) -> Power {
     Power::Level(levels.get("users").and_then(|u| u.get(user.as_str())).and_then(level).unwrap_or(default))
 }
 
+/// The level `m.room.power_levels` asks of a user who redacts another's event (its
+/// `redact`, 50 by default).
+pub fn redact_level(state: &[Value]) -> i64 {
+    let levels = state.iter().find(|e| e.get("type").and_then(Value::as_str) == Some("m.room.power_levels"));
+    levels.and_then(|p| p.get("content")?.get("redact")).and_then(level).unwrap_or(50)
+}
+
 /// A power level as a number, or as a string of one (room versions before 10).
 fn level(v: &Value) -> Option<i64> {
     v.as_i64().or_else(|| v.as_str()?.trim().parse().ok())

@@ -176,11 +176,7 @@ impl Worker {
                     self.store.mark_processed(&[event.seq]).await?;
                 }
                 "m.room.redaction" => {
-                    let redacts = event.event.get("redacts").or_else(|| event.content().get("redacts"));
-                    if let Some(target) = redacts.and_then(|r| r.as_str()).and_then(|r| ruma::EventId::parse(r).ok()) {
-                        let scrubbed = self.store.redact(room, &target).await?;
-                        tracing::info!(%room, redacted = %target, scrubbed, "redaction applied");
-                    }
+                    self.commands.redaction(room, event).await?;
                     quiet.push(event.seq);
                 }
                 // Read and answered (the state is recorded at the door), or said once that
@@ -189,6 +185,11 @@ impl Worker {
                 "m.room.encryption" | "m.room.encrypted" => {
                     self.membership.encrypted(event, &self.turns).await?;
                     quiet.push(event.seq);
+                }
+                "m.room.message" if super::verification::is_request(event) => {
+                    if !self.membership.refuse_verification(event, &self.turns).await? {
+                        quiet.push(event.seq);
+                    }
                 }
                 "m.room.message" | "m.sticker" | "m.reaction" => match self.triage.trigger_of(event).await? {
                     Some((persona, _)) if self.triage.stale(event) => stale.push((event, persona)),

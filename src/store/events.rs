@@ -280,20 +280,4 @@ impl Store {
         self.truncate_wal().await?;
         Ok(scrubbed)
     }
-
-    /// A turn still running on a redacted event keeps, for its resume, the model's replies
-    /// and the tool results, which may quote it: they go at once (a resumed turn then asks
-    /// the model again, and its calls stay recorded as started, so none runs twice unasked).
-    pub async fn scrub_turn_records(&self, room_id: &RoomId, event_id: &EventId) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        for table in ["turn_replies", "tool_results"] {
-            let sql = format!(
-                "DELETE FROM {table} WHERE turn_id IN
-                 (SELECT turn_id FROM events WHERE room_id = $1 AND event_id = $2 AND turn_id IS NOT NULL)"
-            );
-            sqlx::query(&sql).bind(room_id.as_str()).bind(event_id.as_str()).execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
 }

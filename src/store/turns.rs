@@ -1,6 +1,6 @@
 //! `turns`: one row per LLM turn, and the claim of the events it answers.
 
-use ruma::{OwnedRoomId, OwnedUserId, RoomId, UserId};
+use ruma::{EventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
 use sqlx::Row;
 
 use super::events::COLUMNS;
@@ -187,5 +187,27 @@ impl Store {
                 ))
             })
             .collect()
+    }
+}
+
+impl Store {
+    /// A turn still running on a redacted event keeps, for its resume, the model's replies
+    /// and the tool results, which may quote it: they go at once (a resumed turn then asks
+    /// the model again, and its calls stay recorded as started, so none runs twice unasked).
+    /// With `by`, only if `by` sent the event (the door's case: whether anyone else may
+    /// redact it takes the room's state, which its worker asks for).
+    pub async fn scrub_turn_records(&self, room_id: &RoomId, event_id: &EventId, by: Option<&UserId>) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        for table in ["turn_replies", "tool_results"] {
+            let sql = format!(
+                "DELETE FROM {table} WHERE turn_id IN
+                 (SELECT turn_id FROM events WHERE room_id = $1 AND event_id = $2 AND turn_id IS NOT NULL
+                  AND ($3 = '' OR sender = $3))"
+            );
+            let by = by.map_or("", |u| u.as_str());
+            sqlx::query(&sql).bind(room_id.as_str()).bind(event_id.as_str()).bind(by).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@
 //   -> @@richbot {"id": 1, "ok": true, "user_id": "@alice:localhost", "device_id": "ABC"}
 //
 // Commands: login, isolation, create_room, join, state, to_device, redact, send, seal, send_sealed, send_file,
-// wait_joined, wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
+// request_verification, wait_joined, wait_messages, messages, device_status, stop. Failures answer {"ok": false, "error"}.
 
 for (const level of ["log", "info", "debug", "warn", "error", "trace"]) {
   console[level] = (...args) => process.stderr.write(args.map(String).join(" ") + "\n");
@@ -228,6 +228,14 @@ const commands = {
 
   async messages({ room }) {
     return { events: timeline(room) };
+  },
+
+  /// Asks `user` to verify, in the DM `room` (as Element does for another user), and
+  /// waits for the request to end: its phase (5 cancelled), code and who cancelled it.
+  async request_verification({ user, room, timeout_ms = 60000 }) {
+    const request = await client.getCrypto().requestVerificationDM(user, room);
+    await until("the verification request to end", timeout_ms, () => (request.phase >= 5 ? true : undefined));
+    return { phase: request.phase, code: request.cancellationCode ?? null, by: request.cancellingUserId ?? null };
   },
 
   async device_status({ user, device }) {

@@ -123,3 +123,23 @@ async fn a_ciphertext_pasted_by_another_member_or_sent_again_is_not_read() {
         client.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_members_verification_request_is_cancelled_at_once_with_the_reason() {
+    let env = Env::start().await;
+    devices_ready(&env).await;
+    let (mut alice, room) = crate::e2e_encrypted::encrypted_dm(&env).await;
+    let ended = alice.request_verification(BOT, &room).await;
+    assert_eq!(ended["phase"], 5, "cancelled, not left waiting: {ended}");
+    assert_eq!((ended["code"].as_str(), ended["by"].as_str()), (Some("m.user"), Some(BOT)), "{ended}");
+    let events = alice.wait_messages_of(&room, BOT, 1, "m.key.verification.cancel").await;
+    let cancel = events
+        .iter()
+        .find(|e| e["sender"] == BOT && e["type"] == "m.key.verification.cancel")
+        .expect("the cancel in the timeline");
+    let reason = cancel["content"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("cannot verify interactively"), "{cancel}");
+    assert_eq!(cancel["wire_type"], "m.room.encrypted", "sent encrypted in the encrypted DM: {cancel}");
+    assert!(env.llm.requests().is_empty(), "no turn of the model: {:?}", env.llm.requests());
+    alice.stop().await;
+}

@@ -81,9 +81,13 @@ async fn a_redaction_scrubs_a_running_turns_record_of_replies_and_tool_results()
     let turn = s.start_turn(room, bot, alice, &seqs, None, NOW).await.expect("turn");
     s.record_reply(turn.id, 1, "{\"text\": \"quoting the secret\"}").await.expect("reply");
     s.record_tool_result(turn.id, 0, "the file's contents").await.expect("result");
-    s.scrub_turn_records(room, event_id!("$other")).await.expect("scrub");
+    s.scrub_turn_records(room, event_id!("$other"), None).await.expect("scrub");
     assert_eq!(s.replies(turn.id).await.expect("replies").len(), 1, "another event's redaction leaves it");
-    s.scrub_turn_records(room, event_id!("$q")).await.expect("scrub");
+    // At the door, only the sender's own redaction scrubs (another's waits for the check
+    // of its power, in the room's worker).
+    s.scrub_turn_records(room, event_id!("$q"), Some(user_id!("@mallory:x"))).await.expect("scrub");
+    assert_eq!(s.replies(turn.id).await.expect("replies").len(), 1, "not by someone else at the door");
+    s.scrub_turn_records(room, event_id!("$q"), None).await.expect("scrub");
     assert!(s.replies(turn.id).await.expect("replies").is_empty());
     assert_eq!(s.tool_result(turn.id, 0).await.expect("result"), None);
 }

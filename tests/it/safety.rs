@@ -264,3 +264,45 @@ async fn a_redacted_message_never_reaches_a_later_prompt() {
     assert!(llm.requests()[0].to_string().contains("hunter2"), "it was there before the redaction");
     bot.stop().await;
 }
+
+#[tokio::test]
+async fn a_redaction_applies_only_from_the_sender_or_a_member_with_the_power_to_redact() {
+    let hs = FakeHs::start(|r| {
+        if r.path().ends_with("/joined_members") {
+            Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}))
+        } else if r.path().ends_with("/state") {
+            Reply::ok(json!([
+                {"type": "m.room.create", "state_key": "", "sender": "@alice:x", "content": {"room_version": "10"}},
+                {"type": "m.room.power_levels", "state_key": "", "sender": "@alice:x",
+                 "content": {"users": {"@alice:x": 100, "@mod:x": 50}, "users_default": 0, "redact": 50}},
+            ]))
+        } else if r.path().contains("/send/") {
+            Reply::ok(json!({"event_id": format!("$sent{}", r.path().rsplit('.').next().unwrap_or("0"))}))
+        } else {
+            Reply::ok(json!({}))
+        }
+    })
+    .await;
+    let llm = FakeLlm::start().await;
+    llm.respond_with(|_| text("noted"));
+    let bot = Bot::start(&hs.url, &llm.base_url, "").await;
+    bot.push("1", vec![invite()]).await;
+    bot.push("2", vec![message("$pw", "@alice:x", "my password is hunter2")]).await;
+    bot.finished_turns(1).await;
+    let redaction = |id: &str, sender: &str| {
+        json!({"event_id": id, "room_id": "!room:x", "sender": sender, "type": "m.room.redaction", "redacts": "$pw",
+               "origin_server_ts": richbot::clock::now_ms(), "content": {"redacts": "$pw"}})
+    };
+    // Someone on another server, without the power to redact (a homeserver passes any
+    // redaction on): not applied.
+    bot.push("3", vec![redaction("$r1", "@eve:remote.example"), message("$q1", "@alice:x", "what did I say?")]).await;
+    bot.finished_turns(2).await;
+    let last = llm.requests().last().expect("a request").to_string();
+    assert!(last.contains("hunter2"), "Eve could not erase Alice's message: {last}");
+    // A moderator's (power 50, the room's redact level): applied.
+    bot.push("4", vec![redaction("$r2", "@mod:x"), message("$q2", "@alice:x", "and now?")]).await;
+    bot.finished_turns(3).await;
+    let last = llm.requests().last().expect("a request").to_string();
+    assert!(!last.contains("hunter2"), "{last}");
+    bot.stop().await;
+}

@@ -182,6 +182,11 @@ impl E2ee {
         done["content"].clone()
     }
 
+    /// Asks `user` to verify in the DM `room`; how the request ended.
+    pub async fn request_verification(&mut self, user: &str, room: &str) -> Value {
+        self.call(json!({"cmd": "request_verification", "user": user, "room": room, "timeout_ms": 90_000})).await
+    }
+
     pub async fn redact(&mut self, room: &str, event: &str) {
         self.call(json!({"cmd": "redact", "room": room, "event_id": event})).await;
     }
@@ -198,6 +203,12 @@ impl E2ee {
             .call(json!({"cmd": "wait_messages", "room": room, "sender": sender, "count": n, "timeout_ms": 120_000}))
             .await;
         done["events"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits for `n` events of `event_type` (clear type) from `sender`; the timeline.
+    pub async fn wait_messages_of(&mut self, room: &str, sender: &str, n: usize, event_type: &str) -> Vec<Value> {
+        let ask = json!({"cmd": "wait_messages", "room": room, "sender": sender, "count": n, "timeout_ms": 120_000, "type": event_type});
+        self.call(ask).await["events"].as_array().cloned().unwrap_or_default()
     }
 
     /// The room's timeline as this client sees it now.
