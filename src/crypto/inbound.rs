@@ -65,6 +65,8 @@ pub async fn settle(
                 Ok(k) => keys.extend(k),
                 Err(e) => {
                     held.spoil();
+                    // Not the row's fault when this instance lost the lease: the holder takes it.
+                    held.fence().await?;
                     let why = e.to_string();
                     if store.crypto_inbox_failed(persona, *seq, ATTEMPTS, &why, now_ms()).await? {
                         tracing::warn!(persona, seq, error = why, "a crypto inbox row kept failing; set aside");

@@ -99,7 +99,10 @@ impl Slot {
         let machine = match &guard.machine {
             Some(m) => m.clone(),
             None => {
-                let built = build(store, &self.user).await;
+                let fence = sharing
+                    .zip(guard.generation)
+                    .map(|(s, generation)| crate::store::Fence { holder: s.holder.to_string(), generation });
+                let built = build(store, &self.user, fence).await;
                 let m = match built {
                     Ok(m) => m,
                     Err(e) => {
@@ -200,11 +203,12 @@ async fn keep(store: Store, persona: String, s: Sharing) {
     }
 }
 
-/// The persona's machine from its stored state.
-async fn build(store: &Store, user: &UserId) -> Result<OlmMachine, Error> {
+/// The persona's machine from its stored state; among instances, every save it makes is
+/// checked against `fence` (the lease it was loaded under).
+async fn build(store: &Store, user: &UserId, fence: Option<crate::store::Fence>) -> Result<OlmMachine, Error> {
     let device = store.crypto_kv(user.as_str(), DEVICE_ID).await?.ok_or_else(|| Error::NotReady(user.to_string()))?;
     let (crypto_user, device) = ids(user, &device)?;
-    let state = DbState::new(store.clone(), user.as_str());
+    let state = DbState::new(store.clone(), user.as_str()).fenced(fence);
     Box::pin(OlmMachine::with_store(&crypto_user, &device, state, None)).await.map_err(|e| Error::Olm(e.to_string()))
 }
 

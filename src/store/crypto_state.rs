@@ -28,9 +28,20 @@ pub struct GroupSessionRow {
     pub value: String,
 }
 
+/// Among instances: the crypto lease a save is made under (its holder and generation).
+/// The save checks it in its own transaction: an instance that stalled past its lease
+/// cannot bring back state another instance has moved on from (a used one-time key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub holder: String,
+    pub generation: i64,
+}
+
 /// One save of a persona's crypto state. `None` values delete.
 #[derive(Debug, Default)]
 pub struct CryptoWrite {
+    /// The lease it is made under, among instances.
+    pub fence: Option<Fence>,
     pub kv: Vec<(String, Option<String>)>,
     pub olm_sessions: Vec<OlmSessionRow>,
     pub group_sessions: Vec<GroupSessionRow>,
@@ -78,6 +89,25 @@ impl Store {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
+        if let Some(fence) = &w.fence {
+            // Locked until the save commits (PostgreSQL): no other instance takes the lease
+            // in between.
+            let lock = if self.backend == super::Backend::Postgres { " FOR UPDATE" } else { "" };
+            let sql = format!(
+                "SELECT 1 AS held FROM crypto_leases WHERE persona = $1 AND holder = $2 AND generation = $3
+                 AND expires_at > $4{lock}"
+            );
+            let held = sqlx::query(&sql)
+                .bind(persona)
+                .bind(fence.holder.as_str())
+                .bind(fence.generation)
+                .bind(crate::clock::now_ms())
+                .fetch_optional(&mut *tx)
+                .await?;
+            if held.is_none() {
+                return Err(super::Error::LeaseLost(persona.to_owned()));
+            }
+        }
         for (key, value) in &w.kv {
             let q = match value {
                 Some(v) => sqlx::query(

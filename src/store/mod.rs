@@ -61,7 +61,7 @@ pub use agents::AgentRequest;
 pub use approvals::{Approval, NewApproval};
 pub use copy::Table;
 pub use crypto_flow::WAITING_FOR_KEY;
-pub use crypto_state::{CryptoWrite, GroupSessionRow, OlmSessionRow};
+pub use crypto_state::{CryptoWrite, Fence, GroupSessionRow, OlmSessionRow};
 pub use events::{NewEvent, StoredEvent};
 pub use leases::RoomFacts;
 pub use lock::{Held, lock_file};
@@ -132,6 +132,8 @@ pub enum Error {
     Copy(String),
     #[error("another richbot process holds this database ({0}): richbot migrate runs alone; stop the other first")]
     Taken(String),
+    #[error("this instance no longer holds {0}'s crypto lease; the save was not made")]
+    LeaseLost(String),
     #[error("stored {column} is not a valid Matrix id: {value}")]
     BadId { column: &'static str, value: String },
 }

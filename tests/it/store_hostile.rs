@@ -160,3 +160,25 @@ async fn what_the_last_probe_found_holds_from_the_next_start() {
     third.recall().await.expect("recall");
     assert!(!third.active(), "nor reads nor writes encrypted rooms until a probe finds it working");
 }
+
+#[tokio::test]
+async fn a_crypto_save_under_a_lease_that_ran_out_or_moved_on_is_refused_whole() {
+    let (s, _dir) = store().await;
+    let now = richbot::clock::now_ms();
+    let save = |holder: &str, generation: i64, value: &str| CryptoWrite {
+        fence: Some(richbot::store::Fence { holder: holder.to_owned(), generation }),
+        kv: vec![("account".to_owned(), Some(value.to_owned()))],
+        ..Default::default()
+    };
+    // An instance took the lease a minute ago for a second, then stalled.
+    let stalled = s.claim_crypto(PERSONA, ("stalled", None), now - 60_000, 1_000).await.expect("claim").expect("taken");
+    let refused = s.crypto_write(PERSONA, &save("stalled", stalled, "old")).await.expect_err("ran out");
+    assert!(matches!(refused, richbot::store::Error::LeaseLost(_)), "{refused}");
+    assert_eq!(s.crypto_kv(PERSONA, "account").await.expect("read"), None, "nothing of it landed");
+    // Another instance takes it over and saves; the stalled one stays fenced out.
+    let live = s.claim_crypto(PERSONA, ("live", None), now, 60_000).await.expect("claim").expect("taken");
+    assert_ne!(live, stalled);
+    s.crypto_write(PERSONA, &save("live", live, "new")).await.expect("the holder saves");
+    assert!(s.crypto_write(PERSONA, &save("stalled", stalled, "old")).await.is_err());
+    assert_eq!(s.crypto_kv(PERSONA, "account").await.expect("read").as_deref(), Some("new"));
+}

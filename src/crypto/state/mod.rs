@@ -52,6 +52,8 @@ pub struct DbState {
     persona: String,
     static_account: Arc<RwLock<Option<StaticAccountData>>>,
     leases: Arc<Mutex<HashMap<String, Lease>>>,
+    /// Among instances, the crypto lease every save is checked against.
+    fence: Option<crate::store::Fence>,
 }
 
 impl std::fmt::Debug for DbState {
@@ -62,7 +64,13 @@ impl std::fmt::Debug for DbState {
 
 impl DbState {
     pub fn new(store: Store, persona: &str) -> Self {
-        Self { store, persona: persona.to_owned(), static_account: Arc::default(), leases: Arc::default() }
+        Self { store, persona: persona.to_owned(), static_account: Arc::default(), leases: Arc::default(), fence: None }
+    }
+
+    /// Every save checked against `fence` (the lease the machine was loaded under), in
+    /// the save's own transaction.
+    pub fn fenced(self, fence: Option<crate::store::Fence>) -> Self {
+        Self { fence, ..self }
     }
 
     fn static_data(&self) -> Result<StaticAccountData> {
@@ -70,6 +78,7 @@ impl DbState {
     }
 
     async fn write(&self, w: CryptoWrite) -> Result<()> {
+        let w = CryptoWrite { fence: self.fence.clone(), ..w };
         Ok(self.store.crypto_write(&self.persona, &w).await?)
     }
 }
