@@ -47,7 +47,7 @@ impl Outbox {
                 let parse = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| Error::Store(e.into()));
                 ("m.room.encrypted", parse(&sealed)?, Some(parse(&clear)?))
             }
-            None => match self.refused_unless_sealable(txn, w, &content).await? {
+            None => match Box::pin(self.refused_unless_sealable(txn, w, &content)).await? {
                 Some(crypto) => {
                     let sealing_it = crypto.encrypt(w.persona, w.room, event_type, &content);
                     let sealed = sealing_it.boxed().await.map_err(sealing)?;

@@ -90,7 +90,7 @@ impl Membership {
 
     async fn say_encrypted(&self, room: &RoomId, persona: &UserId, asker: &UserId, turns: &Turns) -> Result<(), Error> {
         tracing::info!(%room, %persona, "the room is encrypted; saying so");
-        turns.notice((room, persona, asker), &[], strings::ENCRYPTED.to_owned(), Outcome::Encrypted).await?;
+        Box::pin(turns.notice((room, persona, asker), &[], strings::ENCRYPTED.to_owned(), Outcome::Encrypted)).await?;
         if self.policy.leave_encrypted {
             self.matrix.leave(room, persona).await?;
             self.store.set_membership(room, persona, "leave").await?;

@@ -38,6 +38,22 @@ impl Store {
         rows.iter().map(|r| Ok((text(r, "key")?, text(r, "value")?))).collect()
     }
 
+    /// Keeps at most `keep` of `persona`'s entries under `prefix` (the greatest keys), the
+    /// rest deleted; how many were.
+    pub async fn crypto_kv_cap(&self, persona: &str, prefix: &str, keep: i64) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM crypto_kv WHERE persona = $1 AND substr(key, 1, length($2)) = $2 AND key < COALESCE(
+               (SELECT key FROM crypto_kv WHERE persona = $1 AND substr(key, 1, length($2)) = $2
+                ORDER BY key DESC LIMIT 1 OFFSET $3), '')",
+        )
+        .bind(persona)
+        .bind(prefix)
+        .bind(keep - 1)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// The Olm sessions with the device whose Curve25519 key is `sender_key`.
     pub async fn crypto_olm_sessions(&self, persona: &str, sender_key: &str) -> Result<Vec<String>> {
         let rows = sqlx::query("SELECT value FROM crypto_olm_sessions WHERE persona = $1 AND sender_key = $2")

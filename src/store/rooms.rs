@@ -90,6 +90,15 @@ impl Store {
         Ok(rooms.into_iter().collect())
     }
 
+    /// The rooms `user` is joined to, as far as richbot knows.
+    pub async fn joined_rooms(&self, user: &UserId) -> Result<Vec<OwnedRoomId>> {
+        let rows = sqlx::query("SELECT room_id FROM room_members WHERE user_id = $1 AND membership = 'join'")
+            .bind(user.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| id(r, "room_id")).collect()
+    }
+
     fn cached_members(&self) -> Option<std::sync::MutexGuard<'_, Members>> {
         Some(self.members.as_ref()?.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }

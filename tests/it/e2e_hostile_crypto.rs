@@ -70,6 +70,10 @@ async fn a_strangers_withheld_notice_and_a_members_forged_inner_events_stop_and_
     // The withheld notice was stored like any other (its ids encoded), not set aside
     // after failing (which would keep the persona from its keys for a few seconds).
     assert!(metrics.contains("richbot_e2ee_inbox_set_aside_total 0"), "nothing was set aside: {metrics}");
+    // And it was not kept: it is for a room the persona is not in.
+    let prefix = richbot::crypto::key::under(richbot::crypto::key::WITHHELD, &["!elsewhere:localhost"]);
+    let kept = env.store().await.crypto_kv_prefixed(BOT, &prefix).await.expect("read");
+    assert!(kept.is_empty(), "a stranger's withheld notice for another room is dropped: {kept:?}");
     for client in [alice, bob] {
         client.stop().await;
     }

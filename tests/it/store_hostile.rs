@@ -182,3 +182,18 @@ async fn a_crypto_save_under_a_lease_that_ran_out_or_moved_on_is_refused_whole()
     assert!(s.crypto_write(PERSONA, &save("stalled", stalled, "old")).await.is_err());
     assert_eq!(s.crypto_kv(PERSONA, "account").await.expect("read").as_deref(), Some("new"));
 }
+
+#[tokio::test]
+async fn withheld_notices_are_capped_per_persona() {
+    let (s, _dir) = store().await;
+    let kv = (0..600)
+        .map(|i| (key::of(key::WITHHELD, &["!r:localhost", &format!("s{i:04}")]), Some("{}".to_owned())))
+        .collect();
+    s.crypto_write(PERSONA, &CryptoWrite { kv, ..Default::default() }).await.expect("save");
+    s.crypto_write("@other:localhost", &room_key("!r:localhost", "theirs")).await.expect("save");
+    assert_eq!(s.crypto_kv_cap(PERSONA, key::WITHHELD, 500).await.expect("cap"), 100);
+    let left = s.crypto_kv_prefixed(PERSONA, key::WITHHELD).await.expect("read");
+    assert_eq!(left.len(), 500);
+    assert!(left.first().is_some_and(|(k, _)| k.ends_with("s0100")), "the greatest kept: {:?}", left.first());
+    assert_eq!(s.crypto_kv_cap(PERSONA, key::WITHHELD, 500).await.expect("cap"), 0, "at the cap, nothing more goes");
+}

@@ -25,6 +25,10 @@ use super::save::{self, key};
 use super::{DbState, Error, Result};
 use crate::store::CryptoWrite;
 
+/// Withheld notices kept per persona at most (the library reads them to tell why a key
+/// will not come): a flood of them for the persona's rooms cannot grow the table.
+const WITHHELD_KEPT: i64 = 500;
+
 #[async_trait]
 impl CryptoStore for DbState {
     type Error = Error;
@@ -38,7 +42,8 @@ impl CryptoStore for DbState {
     }
 
     async fn save_changes(&self, changes: Changes) -> Result<()> {
-        self.write(save::changes(changes).await?).await
+        // Boxed: the library's futures are large, and this one is awaited deep in them.
+        Box::pin(self.save_filtered(changes)).await
     }
 
     async fn save_pending_changes(&self, changes: PendingChanges) -> Result<()> {
@@ -264,5 +269,23 @@ impl CryptoStore for DbState {
 
     async fn get_size(&self) -> Result<Option<usize>> {
         Ok(None)
+    }
+}
+
+impl DbState {
+    /// Saves `changes`, withheld notices only for rooms the persona is in (anyone can
+    /// send them for any room), and at most `WITHHELD_KEPT` of them.
+    async fn save_filtered(&self, mut changes: Changes) -> Result<()> {
+        let withheld = !changes.withheld_session_info.is_empty();
+        if withheld && let Ok(persona) = ruma::UserId::parse(self.persona.as_str()) {
+            let joined = self.store.joined_rooms(&persona).await?;
+            changes.withheld_session_info.retain(|room, _| joined.iter().any(|r| r.as_str() == room.as_str()));
+        }
+        let w = Box::pin(save::changes(changes)).await?;
+        Box::pin(self.write(w)).await?;
+        if withheld {
+            self.store.crypto_kv_cap(&self.persona, key::WITHHELD, WITHHELD_KEPT).await?;
+        }
+        Ok(())
     }
 }

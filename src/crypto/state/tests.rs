@@ -86,3 +86,52 @@ async fn the_rarer_kinds_are_kept_under_their_prefixes_and_one_persona_never_see
     bot.remove_custom_value("k").await.expect("removed");
     assert_eq!(bot.get_custom_value("k").await.expect("read"), None);
 }
+
+/// Pinned for every upgrade of matrix-sdk-crypto (past 0.18 a transaction without counts
+/// is read as zero keys left): a transaction that says nothing of the device's one-time
+/// keys, as most of Synapse's do, uploads none.
+#[tokio::test]
+async fn a_transaction_without_key_counts_uploads_no_keys() {
+    use std::collections::BTreeMap;
+
+    use matrix_sdk_common::ruma::api::client::keys::upload_keys;
+    use matrix_sdk_common::ruma::api::client::sync::sync_events::DeviceLists;
+    use matrix_sdk_common::ruma::{OneTimeKeyAlgorithm, UInt};
+    use matrix_sdk_crypto::EncryptionSyncChanges;
+    use matrix_sdk_crypto::types::requests::AnyOutgoingRequest;
+
+    let store = Store::open("sqlite::memory:").await.expect("store");
+    let m = machine(&store).await;
+    let uploads = |requests: &[matrix_sdk_crypto::types::requests::OutgoingRequest]| {
+        requests.iter().filter(|r| matches!(r.request(), AnyOutgoingRequest::KeysUpload(_))).count()
+    };
+    let first = m.outgoing_requests().await.expect("requests");
+    let upload = first.iter().find(|r| matches!(r.request(), AnyOutgoingRequest::KeysUpload(_))).expect("an upload");
+    let on_server = BTreeMap::from([(OneTimeKeyAlgorithm::SignedCurve25519, UInt::new(50).expect("50"))]);
+    m.mark_request_as_sent(upload.request_id(), &upload_keys::v3::Response::new(on_server)).await.expect("sent");
+    assert_eq!(uploads(&m.outgoing_requests().await.expect("requests")), 0, "the keys are up");
+
+    let lists = DeviceLists::new();
+    let no_counts = BTreeMap::new();
+    let changes = EncryptionSyncChanges {
+        to_device_events: Vec::new(),
+        changed_devices: &lists,
+        one_time_keys_counts: &no_counts,
+        unused_fallback_keys: None,
+        next_batch_token: None,
+    };
+    let settings = DecryptionSettings { sender_device_trust_requirement: TrustRequirement::Untrusted };
+    m.receive_sync_changes(changes, &settings).await.expect("received");
+    assert_eq!(uploads(&m.outgoing_requests().await.expect("requests")), 0, "no upload for a silent transaction");
+    // While one that says none are left does make one (the check can see an upload).
+    let none_left = BTreeMap::from([(OneTimeKeyAlgorithm::SignedCurve25519, UInt::new(0).expect("0"))]);
+    let changes = EncryptionSyncChanges {
+        to_device_events: Vec::new(),
+        changed_devices: &lists,
+        one_time_keys_counts: &none_left,
+        unused_fallback_keys: None,
+        next_batch_token: None,
+    };
+    m.receive_sync_changes(changes, &settings).await.expect("received");
+    assert_eq!(uploads(&m.outgoing_requests().await.expect("requests")), 1, "keys are replenished");
+}
