@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use matrix_sdk_common::ruma::api::auth_scheme::{AuthScheme, SendAccessToken};
 use matrix_sdk_common::ruma::api::client::keys::{get_keys, upload_signing_keys};
@@ -36,6 +37,13 @@ pub struct Device<'a> {
     pub user: &'a UserId,
     pub device: &'a str,
 }
+
+/// How long the homeserver is asked to wait for other servers when it queries or claims
+/// keys for us.
+const REMOTE_WAIT: Duration = Duration::from_secs(5);
+/// The most a key query or claim may take: the persona's crypto is held meanwhile, and a
+/// slow server must not hold up its decryptions in every other room.
+const HELD_MAX: Duration = Duration::from_secs(10);
 
 /// The versions paths are chosen for (v3 paths from Matrix 1.1 on).
 static VERSIONS: LazyLock<SupportedVersions> =
@@ -75,12 +83,14 @@ pub async fn send(dev: Device<'_>, machine: &OlmMachine, outgoing: &Outgoing) ->
         AnyOutgoingRequest::KeysQuery(r) => {
             let mut request = get_keys::v3::Request::new();
             request.device_keys = r.device_keys.clone();
-            request.timeout = r.timeout;
-            let answer = Box::pin(call(dev, request)).await?;
+            request.timeout = Some(REMOTE_WAIT);
+            let answer = time_boxed("a key query", Box::pin(call(dev, request))).await?;
             Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
         }
         AnyOutgoingRequest::KeysClaim(r) => {
-            let answer = Box::pin(call(dev, r.clone())).await?;
+            let mut request = r.clone();
+            request.timeout = Some(REMOTE_WAIT);
+            let answer = time_boxed("a key claim", Box::pin(call(dev, request))).await?;
             Box::pin(machine.mark_request_as_sent(id, &answer)).await.map_err(olm)
         }
         AnyOutgoingRequest::ToDeviceRequest(r) => {
@@ -104,11 +114,28 @@ pub async fn send(dev: Device<'_>, machine: &OlmMachine, outgoing: &Outgoing) ->
     }
 }
 
-/// Sends everything the machine has queued (keys to upload, devices to query, ...).
+/// `call`, given up after `HELD_MAX` (as the homeserver being unavailable).
+async fn time_boxed<T>(what: &str, call: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+    match tokio::time::timeout(HELD_MAX, call).await {
+        Ok(answer) => answer,
+        Err(_) => Err(Error::Matrix(matrix::Error::Unavailable(format!("{what} took over {} s", HELD_MAX.as_secs())))),
+    }
+}
+
+/// Sends everything the machine has queued (keys to upload, devices to query, ...). A key
+/// query that does not finish in time is left queued (the machine asks it again at the
+/// next flush) rather than failing the rest.
 pub async fn flush(dev: Device<'_>, machine: &OlmMachine) -> Result<(), Error> {
     let requests = Box::pin(machine.outgoing_requests()).await.map_err(|e| Error::Olm(e.to_string()))?;
     for outgoing in &requests {
-        Box::pin(send(dev, machine, outgoing)).await?;
+        match Box::pin(send(dev, machine, outgoing)).await {
+            Err(Error::Matrix(matrix::Error::Unavailable(why)))
+                if matches!(outgoing.request(), AnyOutgoingRequest::KeysQuery(_)) =>
+            {
+                tracing::warn!(persona = %dev.user, why, "a key query did not finish; asked again later");
+            }
+            sent => sent?,
+        }
     }
     Ok(())
 }
@@ -156,13 +183,22 @@ mod tests {
     type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
 
     async fn stand_in() -> (String, Seen) {
+        stand_in_hanging(false).await
+    }
+
+    /// The stand-in; with `hang_queries`, a key query is never answered (a remote
+    /// server that never replies, and a homeserver that waits for it).
+    async fn stand_in_hanging(hang_queries: bool) -> (String, Seen) {
         let seen: Seen = Arc::default();
         let app = axum::Router::new()
             .fallback(
-                |State(seen): State<Seen>, method: http::Method, uri: OriginalUri, body: axum::body::Bytes| async move {
+                move |State(seen): State<Seen>, method: http::Method, uri: OriginalUri, body: axum::body::Bytes| async move {
                     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let path = uri.0.path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
                     seen.lock().expect("lock").push((method.to_string(), path.clone(), body));
+                    if hang_queries && uri.0.path() == "/_matrix/client/v3/keys/query" {
+                        std::future::pending::<()>().await;
+                    }
                     let answer = match uri.0.path() {
                         "/_matrix/client/v3/keys/upload" => json!({"one_time_key_counts": {"signed_curve25519": 50}}),
                         "/_matrix/client/v3/keys/query" => json!({"device_keys": {}, "failures": {}}),
@@ -238,5 +274,21 @@ mod tests {
             "the device signed by the self-signing key: {signatures}"
         );
         assert!(machine.cross_signing_status().await.is_complete());
+    }
+
+    /// Time is paused: the test takes no real time, yet the clock runs past the box.
+    #[tokio::test(start_paused = true)]
+    async fn a_key_query_that_never_ends_is_given_up_after_the_box_and_asked_again_later() {
+        let (base, seen) = stand_in_hanging(true).await;
+        let matrix = client(&base);
+        let machine = OlmMachine::new(user_id!("@bot:x"), device_id!("RBTEST")).await;
+        let dev = Device { matrix: &matrix, user: ruma::user_id!("@bot:x"), device: "RBTEST" };
+        let start = tokio::time::Instant::now();
+        flush(dev, &machine).await.expect("the rest of the flush went out");
+        assert!(start.elapsed() <= HELD_MAX + Duration::from_secs(1), "held for {:?}", start.elapsed());
+        let query = seen.lock().expect("lock").iter().find(|(_, p, _)| p.contains("/keys/query")).cloned();
+        assert_eq!(query.expect("asked").2["timeout"], 5_000, "the homeserver is asked to wait 5 s for others");
+        let queued = machine.outgoing_requests().await.expect("requests");
+        assert!(queued.iter().any(|r| matches!(r.request(), AnyOutgoingRequest::KeysQuery(_))), "asked again later");
     }
 }
