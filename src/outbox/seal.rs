@@ -71,27 +71,26 @@ impl Outbox {
 
 impl Outbox {
     /// `sealer`, with a write it refuses recorded as failed in the outbox (a flush after
-    /// a restart does not try it again).
-    /// The one write that may go out clear where richbot cannot encrypt is the notice
-    /// that says so (`strings::ENCRYPTED`, fixed text): members learn why they get no
-    /// answer, and it carries nothing of theirs.
+    /// a restart does not try it again). The one write that may go out clear where
+    /// richbot cannot encrypt is the notice that says so (`strings::ENCRYPTED`, fixed
+    /// text): members learn why they get no answer, and it carries nothing of theirs.
     async fn refused_unless_sealable(
         &self,
         txn: &str,
         w: &Write<'_>,
         content: &Value,
     ) -> Result<Option<&Crypto>, Error> {
-        let found = self.sealer(w).await;
         let says_it_cannot_read =
             content["msgtype"] == "m.notice" && content["body"].as_str() == Some(crate::strings::ENCRYPTED);
-        if matches!(found, Err(Error::Unencrypted(_))) && says_it_cannot_read {
-            return Ok(None);
+        match self.sealer(w).await {
+            Err(Error::Unencrypted(_)) if says_it_cannot_read => Ok(None),
+            Err(e @ Error::Unencrypted(_)) => {
+                tracing::warn!(room = %w.room, persona = %w.persona, "a write to an encrypted room was refused: richbot cannot encrypt now");
+                self.store.outbox_failed(txn, &e.to_string()).await?;
+                Err(e)
+            }
+            found => found,
         }
-        if let Err(e @ Error::Unencrypted(_)) = &found {
-            tracing::warn!(room = %w.room, persona = %w.persona, "a write to an encrypted room was refused: richbot cannot encrypt now");
-            self.store.outbox_failed(txn, &e.to_string()).await?;
-        }
-        found
     }
 }
 

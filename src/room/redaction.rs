@@ -29,8 +29,15 @@ impl Commands {
     }
 
     async fn may_redact(&self, room: &RoomId, redaction: &StoredEvent, target: &EventId) -> Result<bool, Error> {
-        let original = self.store.event(target).await?;
-        if original.as_ref().is_some_and(|o| o.sender == redaction.sender && o.room_id == room) {
+        // Who sent the target, as richbot keeps it (a room event, or a message of its own
+        // whose echo has not come yet). One it never kept has nothing to scrub: no need
+        // to ask the homeserver.
+        let sender = match self.store.event(target).await? {
+            Some(e) => Some((e.room_id, e.sender)),
+            None => self.store.sent_message(target).await?.map(|m| (m.room_id, m.sender)),
+        };
+        let Some((_, sender)) = sender.filter(|(r, _)| r == room) else { return Ok(false) };
+        if sender == redaction.sender {
             return Ok(true);
         }
         // Asked as a persona in the room (its state is theirs to read).

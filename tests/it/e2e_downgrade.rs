@@ -25,18 +25,9 @@ async fn with_encryption_off_nothing_but_the_notice_goes_clear_into_an_encrypted
          [[agents.clients]]\nname = \"ops\"\ntoken = \"{OPS}\"\npersona = \"richbot\"\nrooms = [\"!*\"]\n\n"
     );
     let env = Env::start_with(Options { extra_toml, ..Options::default() }).await;
-    let encryption =
-        json!({"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
-    let room = env
-        .alice
-        .create_room_with(json!({"invite": [BOT], "is_direct": true, "preset": "trusted_private_chat", "initial_state": [encryption]}))
-        .await;
     // The persona says once that it cannot read the room (in the clear: the one thing
     // people there must learn), and stays.
-    let notice = eventually("the persona says it cannot read the room", WAIT, || async {
-        env.alice.messages_from(&room, BOT).await.into_iter().next()
-    })
-    .await;
+    let (room, notice) = crate::e2e_encrypted::encrypted_dm_it_cannot_read(&env).await;
     assert!(
         notice["content"]["body"].as_str().is_some_and(|b| b.contains("can't read encrypted messages")),
         "{notice}"

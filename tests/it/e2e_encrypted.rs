@@ -19,6 +19,34 @@ pub async fn encrypted_dm(env: &Env) -> (E2ee, String) {
     (alice, room)
 }
 
+/// A DM whose state is encrypted, made by Alice's plain client, where the persona cannot
+/// read (encryption off, or the homeserver lacking it): the room, and the persona's first
+/// message there (its notice that it cannot read).
+pub async fn encrypted_dm_it_cannot_read(env: &Env) -> (String, serde_json::Value) {
+    let encryption =
+        json!({"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
+    let room = env
+        .alice
+        .create_room_with(json!({"invite": [BOT], "is_direct": true, "preset": "trusted_private_chat", "initial_state": [encryption]}))
+        .await;
+    let notice = eventually("the persona says it cannot read the room", Duration::from_secs(60), || async {
+        env.alice.messages_from(&room, BOT).await.into_iter().next()
+    })
+    .await;
+    (room, notice)
+}
+
+/// Alice and Bob, as encrypted clients, in a group room Alice made with the persona.
+pub async fn alice_and_bob_with_the_persona(env: &Env) -> (E2ee, E2ee, String) {
+    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
+    let mut bob = E2ee::login(&env.synapse.url, "bob", env.dir.path()).await;
+    let room = alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    bob.join(&room).await;
+    alice.wait_joined(&room, BOT).await;
+    alice.wait_joined(&room, "@bob:localhost").await;
+    (alice, bob, room)
+}
+
 /// Waits until every persona's device is set up and cross-signed, and the probe found
 /// encryption working.
 pub async fn devices_ready(env: &Env) {
@@ -126,12 +154,7 @@ async fn in_an_encrypted_group_both_people_decrypt_the_answer_and_a_device_logge
         text(if asked.contains("second") { "Second answer." } else { "First answer." })
     });
     devices_ready(&env).await;
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let mut bob = E2ee::login(&env.synapse.url, "bob", env.dir.path()).await;
-    let room = alice.create_room(&[BOT, "@bob:localhost"], false).await;
-    bob.join(&room).await;
-    alice.wait_joined(&room, BOT).await;
-    alice.wait_joined(&room, "@bob:localhost").await;
+    let (mut alice, mut bob, room) = alice_and_bob_with_the_persona(&env).await;
     alice.say(&room, "Richbot, the first question").await;
     for person in [&mut alice, &mut bob] {
         let events = person.wait_messages(&room, BOT, 1).await;
@@ -324,16 +347,7 @@ async fn a_homeserver_without_what_encryption_needs_gets_the_fix_logged_once_and
     .await;
 
     // Then an encrypted DM gets today's answer: one notice, and the persona leaves.
-    let encryption =
-        json!({"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
-    let room = env
-        .alice
-        .create_room_with(json!({"invite": [BOT], "is_direct": true, "preset": "trusted_private_chat", "initial_state": [encryption]}))
-        .await;
-    let notice = eventually("the persona says it cannot read the room", Duration::from_secs(60), || async {
-        env.alice.messages_from(&room, BOT).await.into_iter().next()
-    })
-    .await;
+    let (room, notice) = encrypted_dm_it_cannot_read(&env).await;
     assert!(
         notice["content"]["body"].as_str().is_some_and(|b| b.contains("can't read encrypted messages")),
         "{notice}"

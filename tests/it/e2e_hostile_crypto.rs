@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::e2e_encrypted::devices_ready;
-use crate::support::e2ee::{E2ee, from};
+use crate::support::e2ee::from;
 use crate::support::llm::text;
 use crate::support::{BOT, Env};
 
@@ -33,12 +33,7 @@ async fn a_strangers_withheld_notice_and_a_members_forged_inner_events_stop_and_
     });
     devices_ready(&env).await;
     let device = env.store().await.crypto_kv(BOT, richbot::crypto::DEVICE_ID).await.expect("store").expect("device");
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let mut bob = E2ee::login(&env.synapse.url, "bob", env.dir.path()).await;
-    let room = alice.create_room(&[BOT, "@bob:localhost"], false).await;
-    bob.join(&room).await;
-    alice.wait_joined(&room, BOT).await;
-    alice.wait_joined(&room, "@bob:localhost").await;
+    let (mut alice, mut bob, room) = crate::e2e_encrypted::alice_and_bob_with_the_persona(&env).await;
 
     // A plaintext withheld notice for a room nobody shares, its session id with a NUL (on
     // PostgreSQL it failed every later save of the persona's crypto), and an encrypted
@@ -84,12 +79,7 @@ async fn a_ciphertext_pasted_by_another_member_or_sent_again_is_not_read() {
     let env = Env::start().await;
     env.llm.respond_with(|_| text("Answered."));
     devices_ready(&env).await;
-    let mut alice = E2ee::login(&env.synapse.url, "alice", env.dir.path()).await;
-    let mut bob = E2ee::login(&env.synapse.url, "bob", env.dir.path()).await;
-    let room = alice.create_room(&[BOT, "@bob:localhost"], false).await;
-    bob.join(&room).await;
-    alice.wait_joined(&room, BOT).await;
-    alice.wait_joined(&room, "@bob:localhost").await;
+    let (mut alice, bob, room) = crate::e2e_encrypted::alice_and_bob_with_the_persona(&env).await;
 
     // Alice's device seals a message she never sends; Bob sends it as his own event.
     let sealed =

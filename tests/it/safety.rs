@@ -13,8 +13,15 @@ use crate::support::llm::{Step, call, last_tool_result, text};
 
 /// A stand-in homeserver whose `!room:x` has `members`; every send lands.
 async fn homeserver(members: &'static [&'static str]) -> FakeHs {
+    homeserver_with_state(members, json!({})).await
+}
+
+/// The stand-in, answering the room's state with `state`.
+async fn homeserver_with_state(members: &'static [&'static str], state: Value) -> FakeHs {
     FakeHs::start(move |r| {
-        if r.path().ends_with("/joined_members") {
+        if r.path().ends_with("/state") {
+            Reply::ok(state.clone())
+        } else if r.path().ends_with("/joined_members") {
             let joined: serde_json::Map<String, Value> = members.iter().map(|m| ((*m).to_owned(), json!({}))).collect();
             Reply::ok(json!({"joined": joined}))
         } else if r.path().contains("/send/") {
@@ -267,22 +274,12 @@ async fn a_redacted_message_never_reaches_a_later_prompt() {
 
 #[tokio::test]
 async fn a_redaction_applies_only_from_the_sender_or_a_member_with_the_power_to_redact() {
-    let hs = FakeHs::start(|r| {
-        if r.path().ends_with("/joined_members") {
-            Reply::ok(json!({"joined": {"@alice:x": {}, "@richbot:x": {}}}))
-        } else if r.path().ends_with("/state") {
-            Reply::ok(json!([
-                {"type": "m.room.create", "state_key": "", "sender": "@alice:x", "content": {"room_version": "10"}},
-                {"type": "m.room.power_levels", "state_key": "", "sender": "@alice:x",
-                 "content": {"users": {"@alice:x": 100, "@mod:x": 50}, "users_default": 0, "redact": 50}},
-            ]))
-        } else if r.path().contains("/send/") {
-            Reply::ok(json!({"event_id": format!("$sent{}", r.path().rsplit('.').next().unwrap_or("0"))}))
-        } else {
-            Reply::ok(json!({}))
-        }
-    })
-    .await;
+    let state = json!([
+        {"type": "m.room.create", "state_key": "", "sender": "@alice:x", "content": {"room_version": "10"}},
+        {"type": "m.room.power_levels", "state_key": "", "sender": "@alice:x",
+         "content": {"users": {"@alice:x": 100, "@mod:x": 50}, "users_default": 0, "redact": 50}},
+    ]);
+    let hs = homeserver_with_state(DM, state).await;
     let llm = FakeLlm::start().await;
     llm.respond_with(|_| text("noted"));
     let bot = Bot::start(&hs.url, &llm.base_url, "").await;
