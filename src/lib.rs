@@ -202,7 +202,6 @@ pub async fn run(
     let mut inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone())
         .with_approvals(approvals)
         .with_crypto(crypto.clone());
-    let alone = leases.is_none();
     if let Some(leases) = leases {
         rooms = rooms.sharing(leases);
         inbox = inbox.sharing();
@@ -210,8 +209,8 @@ pub async fn run(
     let concurrent = settings.config.appservice.max_concurrent_transactions;
     let mut state =
         appservice::AppState::with_limit(&settings.registration.hs_token, inbox, personas.clone(), concurrent);
-    if alone && !settings.config.appservice.behind_proxy {
-        state = state.asking_for_skipped();
+    if !settings.config.appservice.behind_proxy {
+        state = state.asking_for_skipped(store.clone());
     }
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
 

@@ -47,8 +47,8 @@ pub struct Shared {
     refusals: Arc<auth::OncePerMinute>,
     /// Transactions being handled; one permit each, taken before the body is read.
     transactions: Arc<tokio::sync::Semaphore>,
-    /// Transaction numbers seen, to ask for ones skipped (`gaps.rs`); one instance only.
-    gaps: Option<Arc<gaps::Gaps>>,
+    /// Transaction numbers seen, to ask for ones skipped (`gaps.rs`).
+    gaps: Option<gaps::Gaps>,
     /// Largest body read (413 `M_TOO_LARGE` above it).
     max_body: usize,
 }
@@ -82,10 +82,10 @@ impl AppState {
         }))
     }
 
-    /// Asks the homeserver for transactions it skipped (`gaps.rs`): for a single
-    /// instance, which sees every transaction.
-    pub fn asking_for_skipped(self) -> Self {
-        Self(Arc::new(Shared { gaps: Some(Arc::default()), ..Arc::unwrap_or_clone(self.0) }))
+    /// Asks the homeserver for transactions it skipped (`gaps.rs`), their numbers kept in
+    /// `store`.
+    pub fn asking_for_skipped(self, store: crate::store::Store) -> Self {
+        Self(Arc::new(Shared { gaps: Some(gaps::Gaps::new(store)), ..Arc::unwrap_or_clone(self.0) }))
     }
 }
 

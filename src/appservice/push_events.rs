@@ -135,22 +135,25 @@ pub async fn push_events(State(state): State<AppState>, Path(txn_id): Path<Strin
             Err(e) => return e.into_response(),
         }
     };
-    match state.inbox.accept_with(&txn_id, &events, extensions).await {
-        Ok(_) => match state.gaps.as_ref().and_then(|g| g.stored(&txn_id)) {
-            Some((first, last)) => {
-                tracing::warn!(
-                    txn_id,
-                    first,
-                    last,
-                    "the homeserver skipped transactions (made, never sent); its events are stored, and a 503 \
+    if let Err(e) = state.inbox.accept_with(&txn_id, &events, extensions).await {
+        tracing::error!(txn_id, error = %e, "could not store a transaction; the homeserver will retry it");
+        return ApiError::Unavailable.into_response();
+    }
+    let Some(gaps) = &state.gaps else { return Json(json!({})).into_response() };
+    match gaps.stored(&txn_id, crate::clock::now_ms()).await {
+        Ok(Some((first, last))) => {
+            tracing::warn!(
+                txn_id,
+                first,
+                last,
+                "the homeserver skipped transactions (made, never sent); its events are stored, and a 503 \
                      makes it send the skipped ones, then this one again"
-                );
-                ApiError::Unavailable.into_response()
-            }
-            None => Json(json!({})).into_response(),
-        },
+            );
+            ApiError::Unavailable.into_response()
+        }
+        Ok(None) => Json(json!({})).into_response(),
         Err(e) => {
-            tracing::error!(txn_id, error = %e, "could not store a transaction; the homeserver will retry it");
+            tracing::error!(txn_id, error = %e, "could not note a transaction's number; the homeserver will retry it");
             ApiError::Unavailable.into_response()
         }
     }

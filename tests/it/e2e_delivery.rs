@@ -187,6 +187,20 @@ async fn all_received<'a>(
     held
 }
 
+/// The appservice transactions Synapse made and has not had answered (its own table), and
+/// what it thinks of the appservice: a question lost on its way shows here.
+async fn unsent_transactions(synapse_dir: &std::path::Path) -> String {
+    let url = format!("sqlite://{}?mode=ro", synapse_dir.join("homeserver.db").display());
+    let Ok(db) = sqlx::SqlitePool::connect(&url).await else { return "(Synapse's database could not be read)".into() };
+    let txns: Vec<(i64, String)> = sqlx::query_as("SELECT txn_id, event_ids FROM application_services_txns")
+        .fetch_all(&db)
+        .await
+        .unwrap_or_default();
+    let state: Vec<(String, String)> =
+        sqlx::query_as("SELECT as_id, state FROM application_services_state").fetch_all(&db).await.unwrap_or_default();
+    format!("{txns:?}, state {state:?}")
+}
+
 /// One fault-injection run: `kills` SIGKILLs at random moments while questions flow into
 /// three rooms, every `synapse_every`-th kill also restarting Synapse. Returns what it saw.
 async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> String {
@@ -279,7 +293,9 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
         }
         let last: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
         panic!(
-            "not every question was answered ({e}); richbot's warnings:\n{}\nstored messages:\n{}\nlog tail:\n{}",
+            "not every question was answered ({e}); Synapse's unsent transactions: {}; richbot's warnings:\n{}\n\
+             stored messages:\n{}\nlog tail:\n{}",
+            unsent_transactions(&env.synapse.dir).await,
             tail.join("\n"),
             seen.join("\n"),
             last.join("\n")
@@ -337,7 +353,9 @@ async fn fault_run(seed: u64, kills: usize, synapse_every: Option<usize>) -> Str
         assert_eq!(turns.iter().filter(|t| t.0 == "answered").count(), per_room, "room {i}: {turns:?}");
         report.push(format!("room {i}: {} posts, {per_room} answers, {edits} edits, 0 duplicates", posted.len()));
     }
-    format!("seed {seed}, {kills} kills: {}", report.join("; "))
+    let log = std::fs::read_to_string(env.dir.path().join("serve.log")).unwrap_or_default();
+    let asked = log.lines().filter(|l| l.contains("the homeserver skipped transactions")).count();
+    format!("seed {seed}, {kills} kills, {asked} skipped transaction(s) asked for: {}", report.join("; "))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
