@@ -2,8 +2,9 @@
 //! both files a deployment needs, consistent with each other: `richbot.toml` (homeserver,
 //! listen address, database, a persona, an `[llm]` section to fill in) and the
 //! `registration.yaml` to give the homeserver, whose url, sender and user namespace are
-//! derived from the same values, with fresh tokens. Both are 0600 and neither is ever
-//! overwritten; nothing is written unless both can be.
+//! derived from the same values, with fresh tokens; and `pickle.key`, the key the personas'
+//! crypto secrets are sealed with in the database (`crate::pickle`). All three are 0600
+//! and none is ever overwritten; nothing is written unless all can be.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,7 @@ pub struct Options {
 
 pub const CONFIG_FILE: &str = "richbot.toml";
 pub const REGISTRATION_FILE: &str = "registration.yaml";
+pub const PICKLE_KEY_FILE: &str = "pickle.key";
 
 /// The URL the homeserver reaches richbot at, for a listen address (a wildcard address is
 /// reached on loopback).
@@ -60,20 +62,26 @@ fn config_text(o: &Options) -> String {
          #   experimental_features:\n\
          #     msc3202_transaction_extensions: true\n\
          #     msc2409_to_device_messages_enabled: true\n\
-         enabled = true\n\n\
+         enabled = true\n\
+         # What the personas' crypto secrets are sealed with in the database. Back this file up\n\
+         # apart from the database: without it their encryption starts over (reset-crypto).\n\
+         pickle_key_file = {key:?}\n\n\
          [[personas]]\nlocalpart = \"richbot\"\ndisplay_name = \"Richbot\"\n",
         hs = o.homeserver,
         server = o.server_name,
         reg = REGISTRATION_FILE,
+        key = PICKLE_KEY_FILE,
         listen = o.listen,
     )
 }
 
-/// Writes `richbot.toml` and `registration.yaml` into `opts.out_dir`; returns their paths.
+/// Writes `richbot.toml`, `registration.yaml` and `pickle.key` into `opts.out_dir`;
+/// returns their paths.
 pub fn write(opts: &Options) -> Result<Vec<PathBuf>, registration::Error> {
     let config = opts.out_dir.join(CONFIG_FILE);
     let registration = opts.out_dir.join(REGISTRATION_FILE);
-    for path in [&config, &registration] {
+    let key = opts.out_dir.join(PICKLE_KEY_FILE);
+    for path in [&config, &registration, &key] {
         if files::exists(path) {
             return Err(files::Error::Exists(path.display().to_string()).into());
         }
@@ -87,13 +95,14 @@ pub fn write(opts: &Options) -> Result<Vec<PathBuf>, registration::Error> {
     std::fs::create_dir_all(&opts.out_dir)
         .map_err(|source| files::Error::Write { path: opts.out_dir.display().to_string(), source })?;
     registration::write(&registration_options(&opts.server_name, &opts.listen), &registration, false)?;
+    crate::pickle::write_new(&key)?;
     files::write_private(&config, &config_text(opts), false)?;
-    Ok(vec![config, registration])
+    Ok(vec![config, registration, key])
 }
 
 /// Whether `dir` holds files `init` would refuse to overwrite.
 pub fn would_collide(dir: &Path) -> bool {
-    files::exists(&dir.join(CONFIG_FILE)) || files::exists(&dir.join(REGISTRATION_FILE))
+    [CONFIG_FILE, REGISTRATION_FILE, PICKLE_KEY_FILE].iter().any(|f| files::exists(&dir.join(f)))
 }
 
 #[cfg(test)]
@@ -110,14 +119,16 @@ mod tests {
     }
 
     #[test]
-    fn init_writes_a_config_and_a_registration_that_validate_together() {
+    fn init_writes_a_config_a_registration_and_a_pickle_key_that_validate_together() {
         let dir = tempfile::tempdir().expect("tempdir");
         let written = write(&opts(dir.path())).expect("written");
-        assert_eq!(written.len(), 2);
-        let settings = crate::config::load(&written[0], std::iter::empty()).expect("the pair validates");
+        assert_eq!(written.len(), 3);
+        let settings = crate::config::load(&written[0], std::iter::empty()).expect("the three validate");
         assert_eq!(settings.registration.url.as_deref(), Some("http://127.0.0.1:9009"));
         assert_eq!(settings.config.homeserver.server_name, "example.org");
-        assert!(!files::readable_by_others(&written[0]) && !files::readable_by_others(&written[1]));
+        assert!(settings.pickle_key.is_some(), "the config names the key written beside it");
+        assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
+        assert!(written.iter().all(|f| !files::readable_by_others(f)));
         assert!(would_collide(dir.path()));
         assert!(
             matches!(write(&opts(dir.path())), Err(registration::Error::File(files::Error::Exists(_)))),

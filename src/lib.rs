@@ -110,6 +110,7 @@ pub mod store;
 pub mod relation;
 pub mod strings;
 pub mod mask;
+pub mod pickle;
 pub mod files;
 pub mod clock;
 pub mod keyed;
@@ -136,6 +137,7 @@ pub async fn run(
     // while `richbot migrate` copies the database).
     let _lock = store::lock_file(&settings.config.database.url).map_err(Error::Locked)?;
     let parts = Parts::build(&settings).await?;
+    parts.seal_crypto_state(&settings).await?;
     let serving = parts.store.serving().await?;
     let shared = parts.store.backend() == store::Backend::Postgres;
     let queue = parts.room_queue().await?;

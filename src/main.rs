@@ -1,5 +1,5 @@
 //! The `richbot` command: `init`, `serve`, `check`, `migrate`, `reset-crypto`,
-//! `generate-registration`, `blocks check`. The only place `anyhow` is used: each start-up step gets its context here.
+//! `generate-registration`, `generate-pickle-key`, `blocks check`. The only place `anyhow` is used: each start-up step gets its context here.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -66,6 +66,14 @@ enum Command {
         /// Localpart prefix of the persona namespace.
         #[arg(long, default_value = "richbot_")]
         user_prefix: String,
+    },
+    /// Write a new pickle key (what the personas' crypto secrets are sealed with in the
+    /// database), for a deployment from before `init` wrote one; then set
+    /// encryption.pickle_key_file to it and restart: the stored state is sealed at start.
+    GeneratePickleKey {
+        /// The key file to write (never over an existing one).
+        #[arg(long, default_value = "pickle.key")]
+        out: PathBuf,
     },
     /// Check config, database, homeserver (ping both ways) and LLM; exit 1 if any fails.
     Check {
@@ -139,6 +147,12 @@ fn main() -> ExitCode {
         Command::GenerateRegistration { config, url, server_name, out, force, id, sender_localpart, user_prefix } => {
             report(generate_registration(config, url, server_name, out, force, (id, sender_localpart, user_prefix)))
         }
+        Command::GeneratePickleKey { out } => report(richbot::pickle::write_new(&out).map_err(Into::into).map(|()| {
+            println!(
+                "wrote {}; set encryption.pickle_key_file to it, back it up apart from the database",
+                out.display()
+            );
+        })),
         Command::Serve { config } => report(serve(config)),
         Command::Migrate { from, to } => report(migrate(&from, &to)),
         Command::ResetCrypto { config, persona } => report(reset_crypto(&config, &persona)),

@@ -36,6 +36,7 @@ impl Parts {
     pub async fn build(settings: &Settings) -> Result<Self, Error> {
         let db = &settings.config.database;
         let store = store::Store::open_with(&db.url, db.synchronous == crate::config::Synchronous::Full).await?;
+        let store = store.with_pickle_key(settings.pickle_key.clone());
         let matrix = matrix::Client::new(
             &settings.config.homeserver.url,
             &settings.registration.as_token,
@@ -53,6 +54,20 @@ impl Parts {
         .with_idle_timeout(settings.llm_idle_timeout())
         .with_concurrency(settings.config.llm.max_concurrent_requests);
         Ok(Self { store, matrix, personas, llm })
+    }
+
+    /// With encryption on: checks the pickle key against the stored crypto state and seals
+    /// what is still clear (a store from before the key), before any persona's crypto
+    /// is loaded.
+    pub async fn seal_crypto_state(&self, settings: &Settings) -> Result<(), Error> {
+        if !settings.config.encryption.enabled {
+            return Ok(());
+        }
+        let sealed = self.store.seal_crypto_state().await?;
+        if sealed > 0 {
+            tracing::info!(values = sealed, "crypto state sealed with the pickle key (encryption.pickle_key_file)");
+        }
+        Ok(())
     }
 
     /// The room queue as the store left it: the rooms a persona has a membership in are

@@ -69,6 +69,7 @@ pub async fn line(settings: &Settings, parts: &Parts, checked: &CheckCrypto, rea
             settings.crypto_missing.join("\n  ")
         ));
     }
+    parts.store.check_pickle_key().await.map_err(|e| e.to_string())?;
     let Some(crypto) = &checked.crypto else { return Err("encryption could not be set up here".to_owned()) };
     if !reached {
         return Err("not checked: the homeserver cannot reach richbot (see the appservice ping)".to_owned());
@@ -95,12 +96,23 @@ pub async fn line(settings: &Settings, parts: &Parts, checked: &CheckCrypto, rea
         .map_err(|e| format!("could not probe the homeserver: {e}"))?;
     match found.fix() {
         None => Ok(format!(
-            "{} persona device{}, cross-signed; the homeserver sends to-device messages and key counts",
+            "{} persona device{}, cross-signed; the homeserver sends to-device messages and key counts; {}",
             personas.len(),
-            if personas.len() == 1 { "" } else { "s" }
+            if personas.len() == 1 { "" } else { "s" },
+            sealing(settings, parts).await?
         )),
         Some(fix) => Err(format!("the homeserver does not send what end-to-end encryption needs: {fix}")),
     }
+}
+
+/// How the crypto secrets are kept in the database.
+async fn sealing(settings: &Settings, parts: &Parts) -> Result<String, String> {
+    let clear = parts.store.clear_crypto_values().await.map_err(|e| e.to_string())?;
+    Ok(match (&settings.pickle_key, clear) {
+        (None, _) => "the crypto secrets are stored unsealed (encryption.pickle_key_file is not set)".to_owned(),
+        (Some(_), 0) => "the crypto secrets are sealed with the pickle key".to_owned(),
+        (Some(_), n) => format!("{n} crypto values are sealed with the pickle key at serve's next start"),
+    })
 }
 
 /// How many personas have a cross-signed device.

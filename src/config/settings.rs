@@ -29,6 +29,8 @@ pub struct Settings {
     pub mcp_access: Vec<super::McpAccess>,
     /// `[[agents.clients]]`, checked and compiled (tokens read).
     pub agents: Vec<super::AgentClient>,
+    /// `encryption.pickle_key_file`, read: what the crypto secrets are sealed with.
+    pub pickle_key: Option<std::sync::Arc<crate::pickle::PickleKey>>,
     /// What is allowed but unwise (secrets readable by others), for `check` and `serve`.
     pub warnings: Vec<String>,
 }

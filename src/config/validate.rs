@@ -160,6 +160,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     let mcp_access = mcp::validate(&mut config.mcp, &personas, &mut found);
     let endpoints = endpoints::resolve(&config.llm, api_key.as_ref(), &personas, &mut found);
     let agents = agents::validate(&config.agents, &personas, &config.homeserver.server_name, &mut found);
+    let pickle_key = super::encryption::pickle_key(&config.encryption, &mut found);
     let l = &config.limits;
     for (key, value) in [
         ("turns_per_room_per_minute", u64::from(l.turns_per_room_per_minute)),
@@ -189,6 +190,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
             exempt,
             mcp_access,
             agents,
+            pickle_key,
             warnings,
         }),
         _ => Err(Error::Invalid(problems)),

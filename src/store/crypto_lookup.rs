@@ -10,12 +10,17 @@ fn text(row: &AnyRow, column: &str) -> Result<String> {
     Ok(row.try_get(column)?)
 }
 
-/// A group session's pickle and whether it is backed up.
-fn group(row: &AnyRow) -> Result<(String, bool)> {
-    Ok((text(row, "value")?, row.try_get::<i64, _>("backed_up")? != 0))
-}
-
 impl Store {
+    /// A row's sealed `value`, opened (`pickles.rs`).
+    fn value(&self, persona: &str, row: &AnyRow) -> Result<String> {
+        self.unseal(persona, text(row, "value")?)
+    }
+
+    /// A group session's pickle and whether it is backed up.
+    fn group(&self, persona: &str, row: &AnyRow) -> Result<(String, bool)> {
+        Ok((self.value(persona, row)?, row.try_get::<i64, _>("backed_up")? != 0))
+    }
+
     /// One single value of `persona`'s.
     pub async fn crypto_kv(&self, persona: &str, key: &str) -> Result<Option<String>> {
         let row = sqlx::query("SELECT value FROM crypto_kv WHERE persona = $1 AND key = $2")
@@ -23,7 +28,7 @@ impl Store {
             .bind(key)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(|r| text(r, "value")).transpose()
+        row.as_ref().map(|r| self.value(persona, r)).transpose()
     }
 
     /// The single values whose key starts with `prefix`, by key.
@@ -35,7 +40,7 @@ impl Store {
         .bind(prefix)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok((text(r, "key")?, text(r, "value")?))).collect()
+        rows.iter().map(|r| Ok((text(r, "key")?, self.value(persona, r)?))).collect()
     }
 
     /// Keeps at most `keep` of `persona`'s entries under `prefix` (the greatest keys), the
@@ -61,7 +66,7 @@ impl Store {
             .bind(sender_key)
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(|r| text(r, "value")).collect()
+        rows.iter().map(|r| self.value(persona, r)).collect()
     }
 
     /// One room key: its room, pickle, and whether it is backed up.
@@ -79,7 +84,7 @@ impl Store {
         .await?;
         row.as_ref()
             .map(|r| {
-                let (value, backed_up) = group(r)?;
+                let (value, backed_up) = self.group(persona, r)?;
                 Ok((text(r, "room_id")?, value, backed_up))
             })
             .transpose()
@@ -102,7 +107,7 @@ impl Store {
                     .await?
             }
         };
-        rows.iter().map(group).collect()
+        rows.iter().map(|r| self.group(persona, r)).collect()
     }
 
     /// A batch of the room keys a device (`sender_key`) sent whose sender data is of type
@@ -126,7 +131,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(group).collect()
+        rows.iter().map(|r| self.group(persona, r)).collect()
     }
 
     /// How many room keys there are, and how many are backed up.
@@ -148,7 +153,7 @@ impl Store {
             .bind(limit)
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(|r| text(r, "value")).collect()
+        rows.iter().map(|r| self.value(persona, r)).collect()
     }
 
     /// Marks room keys backed up (`Some` ids), or every one not (`None`).
@@ -184,7 +189,7 @@ impl Store {
             .bind(room)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(|r| text(r, "value")).transpose()
+        row.as_ref().map(|r| self.value(persona, r)).transpose()
     }
 
     /// One device of `user`, or all of them (`device` `None`).

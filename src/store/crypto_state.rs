@@ -1,5 +1,6 @@
-//! The personas' end-to-end encryption state (`crypto_*` tables): plain rows of text, the
-//! crypto library's pickles as JSON. What a pickle is and how it is read back is
+//! The personas' end-to-end encryption state (`crypto_*` tables): rows of text, the
+//! crypto library's pickles as JSON, the secret ones sealed with the pickle key
+//! (`pickles.rs`). What a pickle is and how it is read back is
 //! `crypto::state`'s business; here is only where each kind lives and what it is found by.
 //! Every query is scoped to one persona.
 //!
@@ -116,7 +117,7 @@ impl Store {
                 )
                 .bind(persona)
                 .bind(key.as_str())
-                .bind(v.as_str()),
+                .bind(self.seal(persona, v)),
                 None => sqlx::query("DELETE FROM crypto_kv WHERE persona = $1 AND key = $2")
                     .bind(persona)
                     .bind(key.as_str()),
@@ -131,7 +132,7 @@ impl Store {
             .bind(persona)
             .bind(s.session_id.as_str())
             .bind(s.sender_key.as_str())
-            .bind(s.value.as_str())
+            .bind(self.seal(persona, &s.value))
             .execute(&mut *tx)
             .await?;
         }
@@ -154,7 +155,7 @@ impl Store {
             .bind(s.sender_key.as_str())
             .bind(s.sender_data_type)
             .bind(i64::from(s.backed_up))
-            .bind(s.value.as_str())
+            .bind(self.seal(persona, &s.value))
             .execute(&mut *tx)
             .await?;
             if stored.rows_affected() == 0 {
@@ -173,7 +174,7 @@ impl Store {
             )
             .bind(persona)
             .bind(room.as_str())
-            .bind(value.as_str())
+            .bind(self.seal(persona, value))
             .execute(&mut *tx)
             .await?;
         }

@@ -41,6 +41,7 @@ mod meta;
 mod open;
 mod params;
 mod outbox;
+mod pickles;
 mod polls;
 mod retention;
 mod room_crypto;
@@ -134,6 +135,8 @@ pub enum Error {
     Copy(String),
     #[error("another richbot process holds this database ({0}): richbot migrate runs alone; stop the other first")]
     Taken(String),
+    #[error("{0}'s crypto state cannot be read: {1}")]
+    Pickle(String, crate::pickle::Error),
     #[error("this instance no longer holds {0}'s crypto lease; the save was not made")]
     LeaseLost(String),
     #[error("stored {column} is not a valid Matrix id: {value}")]
@@ -185,6 +188,8 @@ pub struct Store {
     members: Option<Arc<Mutex<rooms::Members>>>,
     /// SQLite's WAL checkpoints (`checkpoint.rs`), running while a handle lives.
     checkpoints: Option<Arc<checkpoint::Checkpoints>>,
+    /// What the crypto secrets are sealed with (`pickles.rs`).
+    pickles: Option<Arc<crate::pickle::PickleKey>>,
 }
 
 impl Store {

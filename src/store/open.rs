@@ -21,7 +21,7 @@ impl Store {
         POSTGRES.run(&writer).await?;
         let pool = pool().connect_with(options).await?;
         let durable = Arc::new(durable::Durable::new(None));
-        Ok(Self { backend: Backend::Postgres, pool, writer, durable, members: None, checkpoints: None })
+        Ok(Self { backend: Backend::Postgres, pool, writer, durable, members: None, checkpoints: None, pickles: None })
     }
 
     pub(super) async fn open_sqlite(url: &str, full: bool) -> Result<Self> {
@@ -52,7 +52,7 @@ impl Store {
         }
         let checkpoints = file.as_ref().map(|_| checkpoint::start(pool.clone(), writer.clone()));
         let durable = Arc::new(durable::Durable::new(file.filter(|_| full)));
-        Ok(Self { backend: Backend::Sqlite, pool, writer, durable, members: None, checkpoints })
+        Ok(Self { backend: Backend::Sqlite, pool, writer, durable, members: None, checkpoints, pickles: None })
     }
 }
 

@@ -42,6 +42,7 @@ mod outbox_flush;
 mod outbox_pace;
 mod pipeline;
 mod packaging;
+mod pickle_key;
 mod plan;
 mod retention;
 mod safety;

@@ -65,6 +65,8 @@ mod matrix_retry;
 mod migrate;
 #[path = "../it/retention.rs"]
 mod retention;
+#[path = "../it/pickle_key.rs"]
+mod pickle_key;
 #[path = "../it/pipeline.rs"]
 mod pipeline;
 #[path = "../it/safety.rs"]

@@ -241,6 +241,9 @@ pub struct Options {
     pub llm: Option<(String, String, String)>,
     /// More `[llm]` lines for the scripted model (`vision = false`).
     pub llm_lines: &'static str,
+    /// The crypto secrets are sealed with a pickle key (`pickle.key` in the test's folder),
+    /// as `richbot init` sets a deployment up; false: stored clear, as before the key.
+    pub pickle_key: bool,
 }
 
 impl Default for Options {
@@ -254,6 +257,7 @@ impl Default for Options {
             lossy: false,
             llm: None,
             llm_lines: "",
+            pickle_key: true,
         }
     }
 }
@@ -337,6 +341,10 @@ impl Env {
         let metrics_addr = format!("127.0.0.1:{}", synapse::free_port());
         toml.push_str(&format!("[metrics]\nlisten = \"{metrics_addr}\"\n\n"));
         toml.push_str(&opts.extra_toml);
+        if opts.pickle_key {
+            richbot::pickle::write_new(&dir.path().join("pickle.key")).expect("pickle key");
+            toml = with_pickle_key(&toml);
+        }
         std::fs::write(&config_path, toml).expect("config");
         let settings = settings(&config_path);
         let bot = Bot::start(settings, listener).await;
@@ -400,9 +408,10 @@ impl Env {
         .await
     }
 
-    /// Opens the bot's database (read side, for assertions).
+    /// Opens the bot's database (read side, for assertions), with the bot's pickle key.
     pub async fn store(&self) -> richbot::store::Store {
-        richbot::store::Store::open(&self.db_url).await.expect("store")
+        let store = richbot::store::Store::open(&self.db_url).await.expect("store");
+        store.with_pickle_key(self.settings().pickle_key)
     }
 
     /// Waits until every turn in `room` is done, and at least `n` of them.
@@ -507,6 +516,16 @@ pub fn message(id: &str, room: &str) -> richbot::store::NewEvent {
         origin_ts: 1,
         event: json!({"type": "m.room.message", "content": {"msgtype": "m.text", "body": id}}).to_string(),
         processed: false,
+    }
+}
+
+/// `toml` with `encryption.pickle_key_file = "pickle.key"` (in its `[encryption]` table,
+/// or a new one at the end).
+pub fn with_pickle_key(toml: &str) -> String {
+    let line = "pickle_key_file = \"pickle.key\"\n";
+    match toml.contains("[encryption]\n") {
+        true => toml.replacen("[encryption]\n", &format!("[encryption]\n{line}"), 1),
+        false => format!("{toml}\n[encryption]\n{line}"),
     }
 }
 
