@@ -5,10 +5,13 @@
 
 use serde_json::json;
 
-use crate::e2e_encrypted::devices_ready;
+use std::time::Duration;
+
+use crate::e2e_encrypted::{devices_ready, echo};
 use crate::support::e2ee::from;
 use crate::support::llm::text;
-use crate::support::{BOT, Env};
+use crate::support::olm_device::OlmDevice;
+use crate::support::{BOT, Env, Options, eventually};
 
 /// The persona's answers among `events` (its notices left out).
 fn answers(events: &[serde_json::Value]) -> Vec<&str> {
@@ -17,6 +20,14 @@ fn answers(events: &[serde_json::Value]) -> Vec<&str> {
         .filter(|e| e["content"]["msgtype"] != "m.notice")
         .filter_map(|e| e["content"]["body"].as_str())
         .collect()
+}
+
+/// Waits until the model has been asked something holding `word`.
+async fn asked(env: &Env, word: &str) {
+    eventually(&format!("the model is asked {word}"), Duration::from_secs(60), || async {
+        env.llm.requests().iter().any(|r| r["messages"].to_string().contains(word)).then_some(())
+    })
+    .await;
 }
 
 /// The messages of the model's last request, as one text.
@@ -136,4 +147,44 @@ async fn a_members_verification_request_is_cancelled_at_once_with_the_reason() {
     assert_eq!(cancel["wire_type"], "m.room.encrypted", "sent encrypted in the encrypted DM: {cancel}");
     assert!(env.llm.requests().is_empty(), "no turn of the model: {:?}", env.llm.requests());
     alice.stop().await;
+}
+
+/// A member who holds a room key sends it to the persona again, labelled with another
+/// room they share, and writes there with it: the key stays the first room's (which
+/// still reads it), and the other room's message is not read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_key_sent_again_for_another_room_stays_with_the_first() {
+    let opts = Options { extra_toml: "[encryption]\nwait_for_key_secs = 2\n".into(), ..Options::default() };
+    let env = Env::start_with(opts).await;
+    env.llm.respond_with(echo);
+    devices_ready(&env).await;
+    let encryption =
+        json!({"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
+    let mut rooms = Vec::new();
+    for _ in 0..2 {
+        let body = json!({"invite": [BOT], "preset": "private_chat", "initial_state": [encryption]});
+        let room = env.bob.create_room_with(body).await;
+        env.wait_joined_seen_by(&env.bob, &room, BOT).await;
+        rooms.push(room);
+    }
+    let (a, b) = (&rooms[0], &rooms[1]);
+    let bob = OlmDevice::new(&env.bob).await;
+    let mut session = OlmDevice::group_session();
+    bob.send_room_key(BOT, a, &session).await;
+    bob.say(a, a, &mut session, "Richbot, alpha").await;
+    asked(&env, "alpha").await;
+
+    // The same key for room B, and a message of it there; then room A again.
+    bob.send_room_key(BOT, b, &session).await;
+    bob.say(b, b, &mut session, "Richbot, bravo").await;
+    bob.say(a, a, &mut session, "Richbot, charlie").await;
+    asked(&env, "charlie").await;
+    eventually("room B's message is given up as unreadable", Duration::from_secs(60), || async {
+        env.metrics().await.contains("richbot_e2ee_undecryptable_total 1").then_some(())
+    })
+    .await;
+    let prompts: Vec<String> = env.llm.requests().iter().map(|r| r["messages"].to_string()).collect();
+    assert!(prompts.iter().all(|p| !p.contains("bravo")), "room B did not read room A's key: {prompts:?}");
+    let turns = env.store().await.turn_outcomes(&crate::support::room_id(b)).await.expect("turns");
+    assert!(turns.is_empty(), "no turn in room B: {turns:?}");
 }

@@ -8,6 +8,7 @@ pub mod llama;
 pub mod llm;
 pub mod lossy;
 pub mod mcp;
+pub mod olm_device;
 pub mod postgres;
 pub mod synapse;
 
