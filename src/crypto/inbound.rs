@@ -62,7 +62,10 @@ pub async fn settle(
                 }
             };
             match Box::pin(receive(held, dev.device, pushed)).await {
-                Ok(k) => keys.extend(k),
+                Ok((k, asks)) => {
+                    keys.extend(k);
+                    Box::pin(super::verify::cancel(dev, &held.machine, &asks)).await;
+                }
                 Err(e) => {
                     held.spoil();
                     // Not the row's fault when this instance lost the lease: the holder takes it.
@@ -86,8 +89,8 @@ pub async fn settle(
     Ok(keys)
 }
 
-/// One row through the machine.
-async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Vec<(String, String)>, Error> {
+/// One row through the machine: the room keys it brought, and the verification requests.
+async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<(RoomKeys, Vec<super::verify::Ask>), Error> {
     let to_device: Vec<Raw<AnyToDeviceEvent>> = pushed
         .to_device
         .iter()
@@ -112,12 +115,16 @@ async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Vec<(S
         unused_fallback_keys: fallback.as_deref(),
         next_batch_token: None,
     };
-    let (_, keys) = Box::pin(held.machine.receive_sync_changes(changes, &settings()))
+    let (events, keys) = Box::pin(held.machine.receive_sync_changes(changes, &settings()))
         .await
         .map_err(|e| Error::Olm(e.to_string()))?;
     tracing::debug!(persona = %held.machine.user_id(), messages, room_keys = keys.len(), "crypto inbox row taken");
-    Ok(keys.into_iter().map(|k| (k.room_id.to_string(), k.session_id)).collect())
+    let keys = keys.into_iter().map(|k| (k.room_id.to_string(), k.session_id)).collect();
+    Ok((keys, super::verify::requests(&events)))
 }
+
+/// Room keys as `(room, session id)`.
+type RoomKeys = Vec<(String, String)>;
 
 fn users(ids: &[String]) -> Vec<CryptoUserId> {
     ids.iter().filter_map(|u| CryptoUserId::try_from(u.as_str()).ok()).collect()

@@ -23,6 +23,7 @@ mod pump;
 mod pushed;
 mod requests;
 mod state;
+mod verify;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

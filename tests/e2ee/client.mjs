@@ -230,10 +230,14 @@ const commands = {
     return { events: timeline(room) };
   },
 
-  /// Asks `user` to verify, in the DM `room` (as Element does for another user), and
-  /// waits for the request to end: its phase (5 cancelled), code and who cancelled it.
-  async request_verification({ user, room, timeout_ms = 60000 }) {
-    const request = await client.getCrypto().requestVerificationDM(user, room);
+  /// Asks `user` to verify, in the DM `room` (as Element does for another user), or
+  /// `device` of theirs to-device when it is given, and waits for the request to end: its
+  /// phase (5 cancelled), code and who cancelled it.
+  async request_verification({ user, room, device, timeout_ms = 60000 }) {
+    const crypto = client.getCrypto();
+    const request = device
+      ? await crypto.requestDeviceVerification(user, device)
+      : await crypto.requestVerificationDM(user, room);
     await until("the verification request to end", timeout_ms, () => (request.phase >= 5 ? true : undefined));
     return { phase: request.phase, code: request.cancellationCode ?? null, by: request.cancellingUserId ?? null };
   },

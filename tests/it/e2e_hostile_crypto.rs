@@ -146,6 +146,12 @@ async fn a_members_verification_request_is_cancelled_at_once_with_the_reason() {
     assert!(reason.contains("cannot verify interactively"), "{cancel}");
     assert_eq!(cancel["wire_type"], "m.room.encrypted", "sent encrypted in the encrypted DM: {cancel}");
     assert!(env.llm.requests().is_empty(), "no turn of the model: {:?}", env.llm.requests());
+    // Asked to-device, of the persona's one device, as a client verifies a device.
+    let device = env.store().await.crypto_kv(BOT, richbot::crypto::DEVICE_ID).await.expect("store").expect("device");
+    let ended = alice.request_device_verification(BOT, &device).await;
+    assert_eq!(ended["phase"], 5, "cancelled, not left waiting: {ended}");
+    assert_eq!((ended["code"].as_str(), ended["by"].as_str()), (Some("m.user"), Some(BOT)), "{ended}");
+    assert!(env.llm.requests().is_empty(), "no turn of the model: {:?}", env.llm.requests());
     alice.stop().await;
 }
 

@@ -187,6 +187,11 @@ impl E2ee {
         self.call(json!({"cmd": "request_verification", "user": user, "room": room, "timeout_ms": 90_000})).await
     }
 
+    /// Asks `user`'s `device` to verify, to-device; how the request ended.
+    pub async fn request_device_verification(&mut self, user: &str, device: &str) -> Value {
+        self.call(json!({"cmd": "request_verification", "user": user, "device": device, "timeout_ms": 90_000})).await
+    }
+
     pub async fn redact(&mut self, room: &str, event: &str) {
         self.call(json!({"cmd": "redact", "room": room, "event_id": event})).await;
     }
