@@ -98,3 +98,30 @@ async fn a_direct_chat_opened_before_the_probe_answers_is_not_made_encrypted() {
     let msgs = env.alice.messages_from(&dm, BOT).await;
     assert_eq!(msgs[0]["content"]["body"], "Your answer, privately.", "{msgs:#?}");
 }
+
+/// A start-up probe that is lost (as on a loaded homeserver: its to-device message never
+/// comes back) is not the last word: the persona asks again (30 s later, then backing
+/// off) and the finding that encryption works is remembered. Takes about a minute and a
+/// half of real time: the first probe waits its 30 s, then the 30 s before the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_lost_at_start_is_asked_again_until_encryption_is_found_working() {
+    use crate::support::courier::Keys;
+    let mut env = Env::start_with(Options { courier: true, ..Options::default() }).await;
+    crate::e2e_encrypted::devices_ready(&env).await;
+    env.bot.stop().await;
+    let store = env.store().await;
+    store.set_meta(richbot::crypto::PROBE_FOUND, "forgotten").await.expect("meta");
+    let courier = env.courier.as_ref().expect("a courier");
+    courier.keys(Keys::Lose);
+    env.start_bot_again().await;
+    let found = || async { store.meta(richbot::crypto::PROBE_FOUND).await.ok().flatten() };
+    eventually("the first probe is lost", Duration::from_secs(120), || async {
+        (found().await.as_deref() == Some("lacking")).then_some(())
+    })
+    .await;
+    env.courier.as_ref().expect("a courier").keys(Keys::Pass);
+    eventually("a later probe finds encryption working", Duration::from_secs(180), || async {
+        (found().await.as_deref() == Some("works")).then_some(())
+    })
+    .await;
+}
