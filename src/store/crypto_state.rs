@@ -117,7 +117,7 @@ impl Store {
                 )
                 .bind(persona)
                 .bind(key.as_str())
-                .bind(self.seal(persona, v)),
+                .bind(self.seal_kv(persona, key, v)),
                 None => sqlx::query("DELETE FROM crypto_kv WHERE persona = $1 AND key = $2")
                     .bind(persona)
                     .bind(key.as_str()),

@@ -3,8 +3,9 @@
 //! The values of four tables are sealed: `crypto_kv` (the account, the cross-signing
 //! keys, secrets, and the smaller rows beside them), `crypto_olm_sessions`,
 //! `crypto_group_sessions` (room keys) and `crypto_outbound_sessions`. What stays clear is
-//! public (other people's devices and identities) or looked up by its value (Olm message
-//! hashes). Every write of those tables seals (`crypto_state.rs`) and every read opens
+//! public (other people's devices and identities, and richbot's own `richbot.` rows of
+//! `crypto_kv`: a persona's device id, whether it is cross-signed, which `reset-crypto`
+//! reads when the key is lost) or looked up by its value (Olm message hashes). Every write of those tables seals (`crypto_state.rs`) and every read opens
 //! (`crypto_lookup.rs`), so nothing above the store sees a sealed value.
 //!
 //! [`Store::seal_crypto_state`] runs at start: it refuses a database whose sealed values
@@ -34,6 +35,15 @@ const BATCH: i64 = 200;
 /// SQL true for a sealed `value`.
 const IS_SEALED: &str = "substr(value, 1, 5) = 'rbk1:'";
 
+/// The `crypto_kv` keys that stay clear: richbot's own public bookkeeping.
+const CLEAR_KV: &str = "richbot.";
+
+/// SQL true for a row that is to be sealed but is not yet.
+fn unsealed(table: &str) -> String {
+    let public = if table == "crypto_kv" { format!(" AND substr(key, 1, 8) <> '{CLEAR_KV}'") } else { String::new() };
+    format!("NOT ({IS_SEALED}){public}")
+}
+
 impl Store {
     /// This handle seals and opens the crypto secrets with `key` (none: values are written
     /// clear, and a sealed one does not open).
@@ -51,6 +61,11 @@ impl Store {
         }
     }
 
+    /// `clear`, as `persona`'s `crypto_kv` row `key` stores it.
+    pub(super) fn seal_kv(&self, persona: &str, key: &str, clear: &str) -> String {
+        if key.starts_with(CLEAR_KV) { clear.to_owned() } else { self.seal(persona, clear) }
+    }
+
     /// A stored value of `persona`'s, clear.
     pub(super) fn unseal(&self, persona: &str, stored: String) -> Result<String> {
         pickle::open(self.pickles.as_deref(), persona, stored).map_err(|e| Error::Pickle(persona.to_owned(), e))
@@ -65,7 +80,8 @@ impl Store {
         for (table, column) in SEALED {
             loop {
                 let rows = sqlx::query(&format!(
-                    "SELECT persona, {column} AS id, value FROM {table} WHERE NOT ({IS_SEALED}) LIMIT {BATCH}"
+                    "SELECT persona, {column} AS id, value FROM {table} WHERE {} LIMIT {BATCH}",
+                    unsealed(table)
                 ))
                 .fetch_all(&self.pool)
                 .await?;
@@ -119,11 +135,11 @@ impl Store {
         Ok(None)
     }
 
-    /// How many crypto values are still clear (for `check` and tests).
+    /// How many crypto values that are to be sealed are still clear (for `check` and tests).
     pub async fn clear_crypto_values(&self) -> Result<i64> {
         let mut n = 0;
         for (table, _) in SEALED {
-            let row = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {table} WHERE NOT ({IS_SEALED})"))
+            let row = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {table} WHERE {}", unsealed(table)))
                 .fetch_one(&self.pool)
                 .await?;
             n += row.try_get::<i64, _>("n")?;

@@ -83,7 +83,11 @@ async fn clear_crypto_state_is_sealed_once_then_opens_only_with_its_key() {
     let wrong = other.seal_crypto_state().await.expect_err("another key").to_string();
     assert!(wrong.contains("does not open with the configured pickle key"), "{wrong}");
     assert!(other.crypto_olm_sessions(PERSONA, "curve").await.is_err());
-    // What is public stays readable.
+    // What is public stays readable: other people's devices, and richbot's own bookkeeping.
+    let device =
+        CryptoWrite { kv: vec![("richbot.device_id".into(), Some("\"RBDEVICE\"".into()))], ..Default::default() };
+    keyed.crypto_write(PERSONA, &device).await.expect("save");
+    assert_eq!(clear.crypto_kv(PERSONA, "richbot.device_id").await.expect("clear").as_deref(), Some("\"RBDEVICE\""));
     assert_eq!(clear.crypto_devices(PERSONA, "@alice:localhost", None).await.expect("devices").len(), 1);
 }
 
@@ -122,11 +126,20 @@ async fn a_store_from_before_the_pickle_key_is_sealed_at_the_next_start_and_read
     keyless.pickle_key = None;
     let listener = tokio::net::TcpListener::bind(env.bot_addr).await.expect("rebind");
     let refused =
-        tokio::time::timeout(Duration::from_secs(60), richbot::run(keyless, listener, std::future::pending()))
+        tokio::time::timeout(Duration::from_secs(60), richbot::run(keyless.clone(), listener, std::future::pending()))
             .await
             .expect("refused at once")
             .expect_err("a sealed store without its key");
     assert!(refused.to_string().contains("encryption.pickle_key_file"), "{refused}");
     assert_eq!(env.store().await.clear_crypto_values().await.expect("count"), 0);
+
+    // The key lost for good: each persona's encryption is started over without it (its
+    // device id is public, kept clear), and then a start without a key is let through.
+    for persona in ["richbot", "rb_helper"] {
+        let done = richbot::reset::run(&keyless, persona).await.expect("reset without the key");
+        assert!(done.contains("deleted"), "{done}");
+    }
+    let unkeyed = Store::open(&env.db_url).await.expect("open");
+    assert_eq!(unkeyed.seal_crypto_state().await.expect("nothing sealed is left"), 0);
     alice.stop().await;
 }
