@@ -192,5 +192,7 @@ async fn a_room_key_sent_again_for_another_room_stays_with_the_first() {
     let prompts: Vec<String> = env.llm.requests().iter().map(|r| r["messages"].to_string()).collect();
     assert!(prompts.iter().all(|p| !p.contains("bravo")), "room B did not read room A's key: {prompts:?}");
     let turns = env.store().await.turn_outcomes(&crate::support::room_id(b)).await.expect("turns");
-    assert!(turns.is_empty(), "no turn in room B: {turns:?}");
+    // At most the notice that its message could not be read (recorded as a turn of its
+    // own, which may land just after the metric): never an answer.
+    assert!(turns.iter().all(|t| t.0 == "undecryptable"), "no answer in room B: {turns:?}");
 }
