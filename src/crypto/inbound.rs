@@ -35,7 +35,8 @@ const BATCH: i64 = 50;
 pub const ATTEMPTS: i64 = 3;
 
 /// Hands `held`'s persona everything in its crypto inbox; returns the room keys that
-/// arrived, as `(room, session id)`.
+/// arrived, as `(room, session id)`, and the verification requests to cancel once the
+/// persona's crypto is let go (`verify::send`).
 ///
 /// A row the machine fails on is counted; the machine is dropped (what it holds in memory
 /// may be ahead of what was saved) and the failure returned, so the row is tried again on
@@ -47,9 +48,9 @@ pub async fn settle(
     dev: Device<'_>,
     store: &crate::store::Store,
     counters: &Counters,
-) -> Result<Vec<(String, String)>, Error> {
+) -> Result<Settled, Error> {
     let persona = dev.user.as_str();
-    let mut keys = Vec::new();
+    let mut settled = Settled::default();
     loop {
         let rows = store.crypto_inbox(persona, BATCH).await?;
         let Some(&(last, _)) = rows.last() else { break };
@@ -62,9 +63,9 @@ pub async fn settle(
                 }
             };
             match Box::pin(receive(held, dev.device, pushed)).await {
-                Ok((k, asks)) => {
-                    keys.extend(k);
-                    Box::pin(super::verify::cancel(dev, &held.machine, &asks)).await;
+                Ok((keys, asks)) => {
+                    settled.0.extend(keys);
+                    settled.1.extend(asks);
                 }
                 Err(e) => {
                     held.spoil();
@@ -86,11 +87,11 @@ pub async fn settle(
             break;
         }
     }
-    Ok(keys)
+    Ok(settled)
 }
 
 /// One row through the machine: the room keys it brought, and the verification requests.
-async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<(RoomKeys, Vec<super::verify::Ask>), Error> {
+async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Settled, Error> {
     let to_device: Vec<Raw<AnyToDeviceEvent>> = pushed
         .to_device
         .iter()
@@ -120,11 +121,11 @@ async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<(RoomK
         .map_err(|e| Error::Olm(e.to_string()))?;
     tracing::debug!(persona = %held.machine.user_id(), messages, room_keys = keys.len(), "crypto inbox row taken");
     let keys = keys.into_iter().map(|k| (k.room_id.to_string(), k.session_id)).collect();
-    Ok((keys, super::verify::requests(&events)))
+    Ok((keys, super::verify::requests(&held.machine, &events)))
 }
 
-/// Room keys as `(room, session id)`.
-type RoomKeys = Vec<(String, String)>;
+/// Room keys as `(room, session id)`, and verification requests to cancel.
+pub type Settled = (Vec<(String, String)>, Vec<super::verify::Ask>);
 
 fn users(ids: &[String]) -> Vec<CryptoUserId> {
     ids.iter().filter_map(|u| CryptoUserId::try_from(u.as_str()).ok()).collect()

@@ -172,16 +172,19 @@ impl Crypto {
         let i = &self.inner;
         let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
         let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-        let keys = Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await;
+        let settled = Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await;
         held.release().await;
-        self.keys_arrived(&keys?).await
+        self.settled(dev, settled?).await
     }
 
-    async fn keys_arrived(&self, keys: &[(String, String)]) -> Result<(), Error> {
+    /// After the persona's crypto is let go: the events waiting for the keys that came are
+    /// queued again, and the verification requests that came are cancelled.
+    async fn settled(&self, dev: Device<'_>, (keys, asks): inbound::Settled) -> Result<(), Error> {
+        Box::pin(verify::send(dev, &asks)).await;
         if keys.is_empty() {
             return Ok(());
         }
-        let rooms = self.inner.store.keys_arrived(keys).await?;
+        let rooms = self.inner.store.keys_arrived(&keys).await?;
         if let (Some(queue), false) = (&self.inner.queue, rooms.is_empty()) {
             queue.push(rooms);
         }
@@ -201,7 +204,7 @@ impl Crypto {
             let settled = Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await;
             let decrypted = Box::pin(inbound::decrypt(&held, room.as_str(), event)).await;
             held.release().await;
-            self.keys_arrived(&settled?).await?;
+            self.settled(dev, settled?).await?;
             match decrypted? {
                 Decryption::Clear(clear) => return inbound::unless_replayed(&i.store, &i.counters, event, clear).await,
                 // A key another persona of the room may have.
@@ -256,17 +259,17 @@ impl Crypto {
         let device = self.device(persona).await?;
         let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
         let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-        let (keys, sealed) = match Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await {
-            Ok(keys) => {
+        let (settled, sealed) = match Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await {
+            Ok(settled) => {
                 let encrypting =
                     outbound::encrypt(&held, dev, (room.as_str(), &encryption), &readers, (event_type, content));
                 let sealed = Box::pin(encrypting).await;
-                (keys, sealed)
+                (settled, sealed)
             }
-            Err(e) => (Vec::new(), Err(e)),
+            Err(e) => (inbound::Settled::default(), Err(e)),
         };
         held.release().await;
-        self.keys_arrived(&keys).await?;
+        self.settled(dev, settled).await?;
         i.counters.encrypted.fetch_add(u64::from(sealed.is_ok()), Ordering::Relaxed);
         sealed
     }

@@ -3,7 +3,8 @@
 //! once, with the reason the member's client shows (`strings::NO_VERIFICATION`), as the
 //! in-room request is (`room::verification`): there is no person at richbot's end to
 //! compare emoji with, and its devices are cross-signed by its own identity. The machine
-//! is told too, so it keeps no request waiting.
+//! is told at once, so it keeps no request waiting; the cancel itself is sent once the
+//! persona's crypto is let go (a network call must not hold it).
 
 use matrix_sdk_common::deserialized_responses::ProcessedToDeviceEvent;
 use matrix_sdk_crypto::OlmMachine;
@@ -24,9 +25,18 @@ pub struct Ask {
     transaction: String,
 }
 
-/// The verification requests among what the machine took in (clear or decrypted).
-pub fn requests(processed: &[ProcessedToDeviceEvent]) -> Vec<Ask> {
-    processed.iter().filter_map(|e| ask(&e.as_raw().deserialize_as::<Value>().ok()?)).collect()
+/// The verification requests among what `machine` took in (clear or decrypted), which it
+/// forgets (its own cancel, with the library's wording, is not sent: ours says why).
+pub fn requests(machine: &OlmMachine, processed: &[ProcessedToDeviceEvent]) -> Vec<Ask> {
+    let asks: Vec<Ask> = processed.iter().filter_map(|e| ask(&e.as_raw().deserialize_as::<Value>().ok()?)).collect();
+    for ask in &asks {
+        if let Ok(user) = matrix_sdk_common::ruma::UserId::parse(ask.sender.as_str())
+            && let Some(request) = machine.get_verification_request(&user, &ask.transaction)
+        {
+            let _ = request.cancel();
+        }
+    }
+    asks
 }
 
 fn ask(event: &Value) -> Option<Ask> {
@@ -42,16 +52,10 @@ fn ask(event: &Value) -> Option<Ask> {
     })
 }
 
-/// Cancels each of `asks`, with the reason; a cancel that cannot be sent is logged (the
-/// member's client gives up on its own after a while).
-pub async fn cancel(dev: Device<'_>, machine: &OlmMachine, asks: &[Ask]) {
+/// Sends each of `asks` its cancel, with the reason; one that cannot be sent is logged
+/// (the member's client gives up on its own after a while).
+pub async fn send(dev: Device<'_>, asks: &[Ask]) {
     for ask in asks {
-        if let Ok(user) = matrix_sdk_common::ruma::UserId::parse(ask.sender.as_str())
-            && let Some(request) = machine.get_verification_request(&user, &ask.transaction)
-        {
-            // Its own cancel (with the library's wording) is not sent: ours says why.
-            let _ = request.cancel();
-        }
         let content = json!({"transaction_id": ask.transaction, "code": "m.user", "reason": strings::NO_VERIFICATION});
         let body = json!({"messages": {&ask.sender: {&ask.device: content}}});
         let txn = format!("cancel-{}", crate::crypto::digest(format!("{}|{}", ask.sender, ask.transaction).as_bytes()));

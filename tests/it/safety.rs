@@ -253,18 +253,28 @@ async fn an_answer_undelivered_by_the_deadline_is_told_once_the_homeserver_is_ba
     bot.stop().await;
 }
 
-#[tokio::test]
-async fn a_redacted_message_never_reaches_a_later_prompt() {
-    let hs = homeserver(DM).await;
+/// A bot in the DM on `hs`, told Alice's password (`$pw`) in its first turn.
+async fn told_a_password(hs: &str) -> (FakeLlm, Bot) {
     let llm = FakeLlm::start().await;
     llm.respond_with(|_| text("noted"));
-    let bot = Bot::start(&hs.url, &llm.base_url, "").await;
+    let bot = Bot::start(hs, &llm.base_url, "").await;
     bot.push("1", vec![invite()]).await;
     bot.push("2", vec![message("$pw", "@alice:x", "my password is hunter2")]).await;
     bot.finished_turns(1).await;
-    let redaction = json!({"event_id": "$red", "room_id": "!room:x", "sender": "@alice:x", "type": "m.room.redaction",
-        "redacts": "$pw", "origin_server_ts": richbot::clock::now_ms(), "content": {"redacts": "$pw"}});
-    bot.push("3", vec![redaction, message("$q", "@alice:x", "what did I tell you?")]).await;
+    (llm, bot)
+}
+
+/// `sender`'s redaction `id` of the password message.
+fn redaction(id: &str, sender: &str) -> Value {
+    json!({"event_id": id, "room_id": "!room:x", "sender": sender, "type": "m.room.redaction", "redacts": "$pw",
+           "origin_server_ts": richbot::clock::now_ms(), "content": {"redacts": "$pw"}})
+}
+
+#[tokio::test]
+async fn a_redacted_message_never_reaches_a_later_prompt() {
+    let hs = homeserver(DM).await;
+    let (llm, bot) = told_a_password(&hs.url).await;
+    bot.push("3", vec![redaction("$red", "@alice:x"), message("$q", "@alice:x", "what did I tell you?")]).await;
     bot.finished_turns(2).await;
     let last = llm.requests().last().expect("a request").to_string();
     assert!(!last.contains("hunter2"), "{last}");
@@ -280,16 +290,7 @@ async fn a_redaction_applies_only_from_the_sender_or_a_member_with_the_power_to_
          "content": {"users": {"@alice:x": 100, "@mod:x": 50}, "users_default": 0, "redact": 50}},
     ]);
     let hs = homeserver_with_state(DM, state).await;
-    let llm = FakeLlm::start().await;
-    llm.respond_with(|_| text("noted"));
-    let bot = Bot::start(&hs.url, &llm.base_url, "").await;
-    bot.push("1", vec![invite()]).await;
-    bot.push("2", vec![message("$pw", "@alice:x", "my password is hunter2")]).await;
-    bot.finished_turns(1).await;
-    let redaction = |id: &str, sender: &str| {
-        json!({"event_id": id, "room_id": "!room:x", "sender": sender, "type": "m.room.redaction", "redacts": "$pw",
-               "origin_server_ts": richbot::clock::now_ms(), "content": {"redacts": "$pw"}})
-    };
+    let (llm, bot) = told_a_password(&hs.url).await;
     // Someone on another server, without the power to redact (a homeserver passes any
     // redaction on): not applied.
     bot.push("3", vec![redaction("$r1", "@eve:remote.example"), message("$q1", "@alice:x", "what did I say?")]).await;
