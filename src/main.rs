@@ -10,7 +10,10 @@ use clap::{Parser, Subcommand};
 use richbot::config::{self, Settings};
 
 #[derive(Parser)]
-#[command(name = "richbot", version, about = "A Matrix appservice that answers with rich messages from an LLM")]
+#[command(
+    name = "richbot",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("RICHBOT_GIT_COMMIT"), ")"),
+    about = "A Matrix appservice that answers with rich messages from an LLM")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

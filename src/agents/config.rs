@@ -1,5 +1,5 @@
 //! `[agents]` and `[[agents.clients]]` as read from the config file (the key names are a
-//! contract: admins' files and the README use them), and a client as richbot runs it,
+//! contract: admins' files and the docs use them), and a client as richbot runs it,
 //! once `config` has checked it (token read, patterns compiled, persona known).
 
 use std::path::PathBuf;

@@ -48,7 +48,7 @@ pub(super) fn pickle_key(encryption: &Encryption, found: &mut Found<'_>) -> Opti
         if encryption.enabled {
             found.warnings.push(format!(
                 "{KEY} is not set: the personas' Olm accounts and room keys are stored unencrypted in the database; \
-                 `richbot generate-pickle-key --out pickle.key` writes a key to set it to (see the README)"
+                 `richbot generate-pickle-key --out pickle.key` writes a key to set it to (see docs/admin/encryption.md)"
             ));
         }
         return None;

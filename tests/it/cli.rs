@@ -182,3 +182,21 @@ fn generate_registration_refuses_a_server_name_that_is_not_one() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--server-name: not a Matrix server name"));
     assert!(!out_path.exists(), "nothing written");
 }
+
+/// `--version` names the release and the commit built from, so a bug report says which
+/// code ran: the commit is this checkout's HEAD (the suite builds from it).
+#[test]
+fn version_names_the_release_and_the_commit() {
+    let out = richbot(&["--version"], "");
+    assert!(out.status.success());
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let commit = head.unwrap_or_else(|| "unknown".into());
+    assert_eq!(line, format!("richbot {} (commit {commit})", env!("CARGO_PKG_VERSION")));
+}

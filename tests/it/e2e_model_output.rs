@@ -140,6 +140,8 @@ async fn a_request_the_endpoint_refuses_for_its_tools_is_told_as_misconfiguratio
 
 /// `richbot check --model` on the environment's config: (exit status, the model's line).
 async fn check_model(env: &Env) -> (bool, String) {
+    // The running serve sets the devices up; until then check's encryption line fails.
+    crate::e2e_encrypted::devices_ready(env).await;
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
         .args(["check", "--model", "--config", env.config_path.to_str().expect("utf8")])
         .output()

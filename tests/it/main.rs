@@ -8,6 +8,7 @@ mod agents;
 mod approvals;
 mod blocks;
 mod cli;
+mod docs;
 mod e2e_agents;
 mod e2e_appservice;
 mod e2e_commands;

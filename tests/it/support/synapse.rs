@@ -44,6 +44,23 @@ fn install() {
     });
 }
 
+/// The server's signing key, made once per test process (a Python process each time cost
+/// about 0.4 s of CPU per Synapse): the test servers never federate, so they may share it.
+fn signing_key() -> &'static [u8] {
+    static KEY: OnceLock<Vec<u8>> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("signing.key");
+        let status = Command::new(venv().join("bin/generate_signing_key"))
+            .arg("-o")
+            .arg(&path)
+            .status()
+            .expect("generate_signing_key");
+        assert!(status.success(), "generate_signing_key failed");
+        std::fs::read(&path).expect("signing.key")
+    })
+}
+
 /// A loopback port that is free now and that no other caller in this process was given,
 /// chosen below the kernel's ephemeral range. A port from `bind(0)` is only free until
 /// something else binds port 0 or opens a connection and the kernel hands the same number
@@ -129,6 +146,7 @@ impl Synapse {
              trusted_key_servers: []\nsuppress_key_server_warning: true\nfederation_domain_whitelist: []\n\
              enable_registration: true\nenable_registration_without_verification: true\n\
              presence:\n  enabled: false\nurl_preview_enabled: false\nenable_metrics: false\n\
+             bcrypt_rounds: 4\nuser_directory:\n  enabled: false\nstats:\n  enabled: false\n\
              app_service_config_files: [\"{}\"]\n{limits}\
              experimental_features:\n  msc3202_transaction_extensions: {encryption}\n  msc2409_to_device_messages_enabled: {encryption}\n\
              rc_login:\n  address: {{per_second: 10000, burst_count: 10000}}\n  account: {{per_second: 10000, burst_count: 10000}}\n  failed_attempts: {{per_second: 10000, burst_count: 10000}}\n\
@@ -149,12 +167,7 @@ impl Synapse {
             ),
         )
         .expect("log.config");
-        let status = Command::new(venv().join("bin/generate_signing_key"))
-            .arg("-o")
-            .arg(dir.join("signing.key"))
-            .status()
-            .expect("generate_signing_key");
-        assert!(status.success());
+        std::fs::write(dir.join("signing.key"), signing_key()).expect("signing.key");
         let mut s = Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, registration, child: None };
         s.launch();
         s

@@ -1,0 +1,25 @@
+# Sourced by the install scripts: `cached_dir KEY` prints a folder for KEY in the test
+# tools' cache, shared by every clone on the machine so that a fresh clone does not
+# download and build the same Synapse, MCP SDK and model server again: $RICHBOT_TEST_CACHE,
+# else $XDG_CACHE_HOME/richbot-tests, else ~/.cache/richbot-tests. It prints nothing when
+# no cache folder can be made (or RICHBOT_TEST_CACHE is "off"): the caller installs into
+# its own folder then. An entry is only ever added, never changed: a new pinned version
+# (or another machine's CPU, for what is built for it) is a new key.
+cached_dir() {
+  local root="${RICHBOT_TEST_CACHE:-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/richbot-tests}"
+  [ "$root" = "off" ] && return 0
+  mkdir -p "$root/$1" 2>/dev/null && [ -w "$root/$1" ] && (cd "$root/$1" && pwd)
+  return 0
+}
+
+# `link_to_cache LINK TARGET`: makes LINK (a path under target/) a symlink to TARGET,
+# replacing what was there (an install of its own, from before the cache). The caller
+# holds a lock beside LINK; the link is swapped in whole, never missing for a reader.
+link_to_cache() {
+  local link="$1" target="$2"
+  [ "$(readlink "$link" 2>/dev/null)" = "$target" ] && return 0
+  mkdir -p "$(dirname "$link")"
+  [ -L "$link" ] || rm -rf "$link"
+  ln -sfn "$target" "$link.new.$$"
+  mv -T "$link.new.$$" "$link"
+}
