@@ -217,10 +217,14 @@ impl Runner<'_> {
                         targets::event_in_room(self.store, event, &room, path).await?;
                     }
                 }
-                let here_thread = if room == scope.room { scope.thread.as_deref() } else { None };
-                let thread = thread.as_deref().or(here_thread);
+                // In the turn's own room a rich answer hangs where a text answer would: in
+                // the turn's thread, or (a group room's `reply` mode) as a reply to the
+                // question, unless the model said where.
+                let here = room == scope.room;
+                let thread = thread.as_deref().or(scope.thread.as_deref().filter(|_| here));
+                let here_reply = scope.reply_to.as_deref().filter(|_| here && thread.is_none());
                 let math = payload.find_math();
-                let relation = Relation { reply_to: reply_to.as_deref(), thread };
+                let relation = Relation { reply_to: reply_to.as_deref().or(here_reply), thread };
                 let content = render::message(&fallback, Some(&payload.to_value()), key, &math, relation)
                     .map_err(render_error)?;
                 let write = Write { id, room: &room, persona: &scope.persona };

@@ -1,9 +1,12 @@
 //! Conversation commands against a real Synapse: `!reset` takes the conversation out of the
 //! model's context, `!mode` is refused to a member without power and applied for the
 //! room's creator (then answers go in a thread under the question), `!help` and unknown
-//! commands are answered as notices; none of them reaches the model.
+//! commands are answered as notices; none of them reaches the model. In the default
+//! `reply` mode a rich answer replies to the question, as a text answer does.
 
-use crate::support::llm::{Step, text};
+use serde_json::json;
+
+use crate::support::llm::{Step, call, text};
 use crate::support::{BOT, Env, notices};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,4 +74,22 @@ async fn reset_in_a_group_room_takes_the_power_that_mode_takes() {
     let done = env.wait_messages(&room, BOT, 2).await;
     assert!(notices(&done)[1].contains("set aside our conversation"), "{done:?}");
     assert!(env.llm.requests().is_empty(), "commands never reach the model");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rich_answer_in_a_group_room_replies_to_the_question_like_a_text_answer() {
+    let env = Env::start().await;
+    let weather = json!({
+        "payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": 21}]},
+        "fallback": "Lisbon: 21 °C",
+    });
+    env.llm.script([call("rich_send", weather), text("[no reply]")]);
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+    let question = env.bob.say(&room, "Richbot, the weather in Lisbon?").await;
+    let answered = env.wait_messages(&room, BOT, 1).await;
+    let content = &answered[0]["content"];
+    assert!(content["com.ianm.mtrix"]["blocks"][0]["type"] == "weather", "{answered:#?}");
+    assert_eq!(content["m.relates_to"]["m.in_reply_to"]["event_id"], question.as_str(), "{answered:#?}");
 }
