@@ -65,17 +65,7 @@ fn the_key_extraction_sees_commented_sections_and_keys() {
 /// The Markdown files a reader follows links in.
 fn markdown_files() -> Vec<PathBuf> {
     let mut files = vec![root().join("README.md"), root().join("CHANGELOG.md")];
-    let mut dirs = vec![root().join("docs")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                files.push(path);
-            }
-        }
-    }
+    files.extend(crate::support::files_under(&root().join("docs"), "md"));
     files
 }
 

@@ -22,19 +22,7 @@ fn files_of(module: &str) -> Vec<PathBuf> {
     if file.exists() {
         return vec![file];
     }
-    let mut out = Vec::new();
-    let mut dirs = vec![src().join(module)];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out
+    crate::support::files_under(&src().join(module), "rs")
 }
 
 /// The names a source text reaches through `prefix` (`crate::`, `super::`), in paths and

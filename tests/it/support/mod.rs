@@ -24,6 +24,23 @@ use serde_json::{Value, json};
 pub use llm::FakeLlm;
 pub use synapse::Synapse;
 
+/// Every file under `dir` (its folders too) whose name ends in `.{ext}`.
+pub fn files_under(dir: &std::path::Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == ext) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
 /// Waits until `f` returns `Some`, polling; panics with `what` after `timeout`.
 pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
 where
