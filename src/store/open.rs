@@ -36,7 +36,7 @@ impl Store {
             .max_lifetime(None)
             .connect_with(options.clone())
             .await?;
-        SQLITE.run(&writer).await?;
+        migrate_sqlite(&writer).await?;
         // An in-memory database is one per connection: there, the writer reads too.
         let pool = match &file {
             Some(_) => sqlite_pool(8).connect_with(options).await?,
@@ -54,6 +54,29 @@ impl Store {
         let durable = Arc::new(durable::Durable::new(file.filter(|_| full)));
         Ok(Self { backend: Backend::Sqlite, pool, writer, durable, members: None, checkpoints, pickles: None })
     }
+}
+
+/// SQLite's migrations take no lock (PostgreSQL's take an advisory one), so two
+/// processes opening a new database at once (`serve` starting while `richbot check`
+/// runs) both try the first migration not yet recorded, and the later one fails on
+/// "table already exists". Each migration commits in one transaction with its record,
+/// so the loser changed nothing: while someone recorded a migration during a failed
+/// attempt, the run is tried again and goes on from there. A failure with no progress
+/// is a real one. Bounded: every retry follows at least one more recorded migration.
+async fn migrate_sqlite(writer: &sqlx::AnyPool) -> Result<()> {
+    loop {
+        let before = recorded_migrations(writer).await;
+        match SQLITE.run(writer).await {
+            Ok(()) => return Ok(()),
+            Err(e) if recorded_migrations(writer).await <= before => return Err(e.into()),
+            Err(e) => tracing::debug!(error = %e, "another opener migrated the database meanwhile; going on"),
+        }
+    }
+}
+
+/// How many migrations the database records as applied (0 before the first).
+async fn recorded_migrations(writer: &sqlx::AnyPool) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations").fetch_one(writer).await.unwrap_or(0)
 }
 
 /// SQLite connections: WAL, commits written to the WAL but flushed only at durability

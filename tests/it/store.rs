@@ -157,6 +157,22 @@ async fn reopening_keeps_the_instance_id() {
     assert_eq!(a.len(), 10);
 }
 
+/// `serve` starting while `richbot check` (or another instance) opens the same new
+/// database: every opener ends with the whole schema, none fails half-way (SQLite's
+/// migrations take no lock, so two openers raced to create the same table).
+#[tokio::test]
+async fn openers_of_a_new_database_at_once_all_end_migrated() {
+    for round in 0..4 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = database_url(dir.path(), "t.db").await;
+        let opens = (0..4).map(|_| Store::open(&url));
+        for (n, opened) in futures::future::join_all(opens).await.into_iter().enumerate() {
+            let store = opened.unwrap_or_else(|e| panic!("round {round}, opener {n}: {e}"));
+            assert_eq!(store.instance_id().await.expect("id").len(), 10);
+        }
+    }
+}
+
 #[test]
 fn environment_overrides_config_keys() {
     let dir = tempfile::tempdir().expect("tempdir");
