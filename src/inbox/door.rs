@@ -136,6 +136,8 @@ impl Door {
                 replies_to_persona: false,
                 in_persona_thread: false,
                 reacted_buttons: None,
+                // A typed press is a DM message or a reply: answered anyway.
+                typed_buttons: None,
                 // A message without a relation answers nothing.
                 answers_agent: false,
             };

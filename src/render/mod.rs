@@ -2,9 +2,17 @@
 //! Matrix clients allow, the payload under the writer key, relations (reply, thread,
 //! replace), `m.mentions: {}` so the bot pings nobody by accident, and every number made
 //! Matrix-safe. Sizes are checked here, where the final content exists.
+//!
+//! A rich message's text is the model's fallback completed by richbot (`blocks/`): what
+//! the fallback leaves out of a block, and how to press its buttons, is appended, so a
+//! client that draws no blocks still shows everything. When the completed message would
+//! not fit in one event, it goes as the model wrote it.
 
+mod blocks;
 mod live;
 mod notice;
+use blocks::escape;
+pub use blocks::{Completion, RENDERERS, complete, render_block};
 pub use live::{LIVE, fits_as_edit, live};
 pub use notice::{notice, notice_edit, rich_notice};
 
@@ -40,7 +48,7 @@ pub struct Relation<'a> {
 }
 
 /// Tags Matrix clients render (spec: `m.room.message` `org.matrix.custom.html`).
-const TAGS: &[&str] = &[
+pub const TAGS: &[&str] = &[
     "font",
     "del",
     "h1",
@@ -102,21 +110,34 @@ pub fn markdown_html(markdown: &str) -> String {
     SANITIZER.clean(&out).to_string().trim_end().to_owned()
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// The body part of a message: `msgtype`, `body`, HTML, mentions, and the payload.
-fn message_body(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &[&str]) -> Value {
-    let html = if !math.is_empty() && fallback == math.join("\n\n") {
-        // A math-only message: MSC2191 markup, the TeX itself as the body.
-        math.iter().map(|t| format!("<div data-mx-maths=\"{0}\"><code>{0}</code></div>", escape(t))).collect()
-    } else {
-        markdown_html(fallback)
+/// The body part of a message: `msgtype`, `body`, HTML, mentions, and the payload;
+/// with `completed`, the fallback completed for the payload's blocks.
+fn message_body(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &[&str], completed: bool) -> Value {
+    let math_only = !math.is_empty() && fallback == math.join("\n\n");
+    let (body, html) = match payload.filter(|_| completed) {
+        // A math-only message: MSC2191 markup, the TeX itself (and its caption) as the body.
+        Some(p) if math_only => {
+            let c = complete("", p);
+            (c.plain, c.html)
+        }
+        Some(p) => {
+            let c = complete(fallback, p);
+            let html = markdown_html(fallback);
+            match c.is_empty() {
+                true => (fallback.to_owned(), html),
+                false => (format!("{fallback}\n\n{}", c.plain), format!("{html}{}", c.html)),
+            }
+        }
+        None if math_only => {
+            let html =
+                math.iter().map(|t| format!("<div data-mx-maths=\"{0}\"><code>{0}</code></div>", escape(t))).collect();
+            (fallback.to_owned(), html)
+        }
+        None => (fallback.to_owned(), markdown_html(fallback)),
     };
     let mut content = json!({
         "msgtype": "m.text",
-        "body": fallback,
+        "body": body,
         "format": "org.matrix.custom.html",
         "formatted_body": html,
         "m.mentions": {},
@@ -136,6 +157,17 @@ fn finish(mut content: Value) -> Result<Value, Error> {
     Ok(content)
 }
 
+/// `build(true)` (completed) when it fits in an event, else `build(false)` (as written).
+fn fitting(build: impl Fn(bool) -> Value) -> Result<Value, Error> {
+    match finish(build(true)) {
+        Err(Error::TooLarge(size)) => {
+            tracing::debug!(size, "the completed message is too large for an event; sent as the model wrote it");
+            finish(build(false))
+        }
+        done => done,
+    }
+}
+
 /// A new message (rich when `payload` is given).
 pub fn message(
     fallback: &str,
@@ -144,7 +176,14 @@ pub fn message(
     math: &[&str],
     rel: Relation<'_>,
 ) -> Result<Value, Error> {
-    let mut content = message_body(fallback, payload, key, math);
+    fitting(|completed| {
+        let mut content = message_body(fallback, payload, key, math, completed);
+        relate(&mut content, rel);
+        content
+    })
+}
+
+fn relate(content: &mut Value, rel: Relation<'_>) {
     match (rel.thread, rel.reply_to) {
         (Some(root), reply) => {
             content["m.relates_to"] = json!({
@@ -157,7 +196,6 @@ pub fn message(
         (None, Some(reply)) => content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": reply}}),
         (None, None) => {}
     }
-    finish(content)
 }
 
 /// An edit (`m.replace`) of `original` to the new fallback and payload.
@@ -168,17 +206,18 @@ pub fn edit(
     key: WriterKey,
     math: &[&str],
 ) -> Result<Value, Error> {
-    let new_content = message_body(fallback, payload, key, math);
-    let content = json!({
-        "msgtype": "m.text",
-        "body": format!("* {fallback}"),
-        "format": "org.matrix.custom.html",
-        "formatted_body": format!("* {}", new_content["formatted_body"].as_str().unwrap_or_default()),
-        "m.mentions": {},
-        "m.new_content": new_content,
-        "m.relates_to": {"rel_type": "m.replace", "event_id": original},
-    });
-    finish(content)
+    fitting(|completed| {
+        let new_content = message_body(fallback, payload, key, math, completed);
+        json!({
+            "msgtype": "m.text",
+            "body": format!("* {}", new_content["body"].as_str().unwrap_or_default()),
+            "format": "org.matrix.custom.html",
+            "formatted_body": format!("* {}", new_content["formatted_body"].as_str().unwrap_or_default()),
+            "m.mentions": {},
+            "m.new_content": new_content,
+            "m.relates_to": {"rel_type": "m.replace", "event_id": original},
+        })
+    })
 }
 
 /// A plain text answer (CommonMark), optionally in a thread.
@@ -192,72 +231,4 @@ pub fn text_in(markdown: &str, rel: Relation<'_>) -> Result<Value, Error> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ruma::event_id;
-
-    #[test]
-    fn notices_are_m_notice() {
-        let n = notice("paused", None).expect("fits");
-        assert_eq!(n["msgtype"], "m.notice");
-        assert_eq!(n["body"], "paused");
-        assert_eq!(text("answer", None).expect("fits")["msgtype"], "m.text");
-    }
-
-    #[test]
-    fn html_is_sanitized_to_matrix_tags() {
-        let html = markdown_html(
-            "**hi** <script>alert(1)</script> [x](javascript:alert(1)) <img src=x onerror=y>\n\n```rust\nfn x() {}\n```",
-        );
-        assert!(html.contains("<strong>hi</strong>"));
-        assert!(!html.contains("script"), "{html}");
-        assert!(!html.contains("javascript"), "{html}");
-        assert!(!html.contains("<img"), "{html}");
-        assert!(html.contains("<code class=\"language-rust\">"), "{html}");
-    }
-
-    #[test]
-    fn rich_message_carries_payload_mentions_and_relations() {
-        let payload = json!({"v": 1, "blocks": [{"type": "weather", "location": "L", "temp": 21.5}]});
-        let root = event_id!("$root");
-        let c = message(
-            "**L** 21.5",
-            Some(&payload),
-            WriterKey::Mtrix,
-            &[],
-            Relation { reply_to: None, thread: Some(root) },
-        )
-        .expect("fits");
-        assert_eq!(c["com.ianm.mtrix"]["blocks"][0]["temp"], json!("21.5"));
-        assert_eq!(c["body"], "**L** 21.5");
-        assert_eq!(c["m.mentions"], json!({}));
-        assert_eq!(c["m.relates_to"]["rel_type"], "m.thread");
-        assert_eq!(c["m.relates_to"]["is_falling_back"], true);
-        let r = message("x", None, WriterKey::Mxblocks, &[], Relation { reply_to: Some(root), thread: None })
-            .expect("fits");
-        assert_eq!(r["m.relates_to"], json!({"m.in_reply_to": {"event_id": "$root"}}));
-    }
-
-    #[test]
-    fn edits_replace_the_original_with_new_content() {
-        let payload = json!({"v": 1, "blocks": [{"type": "tracker", "title": "T", "state": "done"}]});
-        let c = edit(event_id!("$orig"), "done", Some(&payload), WriterKey::Mtrix, &[]).expect("fits");
-        assert_eq!(c["body"], "* done");
-        assert_eq!(c["m.relates_to"], json!({"rel_type": "m.replace", "event_id": "$orig"}));
-        assert_eq!(c["m.new_content"]["body"], "done");
-        assert_eq!(c["m.new_content"]["com.ianm.mtrix"], payload);
-        assert!(c.get("com.ianm.mtrix").is_none());
-    }
-
-    #[test]
-    fn math_only_messages_use_msc2191_markup() {
-        let c = message("a<b", None, WriterKey::Mtrix, &["a<b"], Relation::default()).expect("fits");
-        assert_eq!(c["formatted_body"], "<div data-mx-maths=\"a&lt;b\"><code>a&lt;b</code></div>");
-    }
-
-    #[test]
-    fn oversized_content_is_refused() {
-        let big = "x".repeat(MAX_CONTENT_BYTES);
-        assert!(matches!(text(&big, None), Err(Error::TooLarge(_))));
-    }
-}
+mod tests;

@@ -93,13 +93,15 @@ impl Triage {
             _ => false,
         };
         let buttons = if event.event_type == "m.reaction" && !approval_notice {
-            target
-                .as_ref()
-                .and_then(|m| read_payload(&m.content).and_then(|p| Rich::from_value(p).ok()))
-                .map(|r| r.buttons())
+            target.as_ref().and_then(buttons_of)
         } else {
             None
         };
+        // The buttons a typed answer may press: of the message it replies to, or in a DM
+        // of the persona's latest with buttons among its last few (a final "Done." may
+        // follow them). A text only; an approval's notice is decided by reaction alone.
+        let is_text = event.event_type == "m.room.message";
+        let dm = joined.len() == 2;
         let thread_root = relation.as_ref().and_then(|r| r.thread_root());
         // The reply's, reaction's or thread's message, if an agent client had it sent.
         let answers_agent = [&replied, &target].iter().any(|m| m.as_ref().is_some_and(|m| m.client.is_some()));
@@ -113,10 +115,23 @@ impl Triage {
                 Some(id) => self.store.button_posted(&event.room_id, pid, id).await?,
                 None => false,
             };
+            let typed_on = match (&replied, is_text) {
+                (Some(m), true) if m.sender == *pid => Some(m.clone()),
+                (None, true) if dm => {
+                    let recent = self.store.recent_sent(&event.room_id, pid, TYPED_PRESS_RECENT).await?;
+                    recent.into_iter().find(|m| buttons_of(m).is_some_and(|b| !b.is_empty()))
+                }
+                _ => None,
+            };
+            let typed_on = match typed_on {
+                Some(m) if self.store.approvals_by_notice(&[m.event_id.as_str()]).await?.is_empty() => Some(m),
+                _ => None,
+            };
+            let typed_buttons = typed_on.as_ref().and_then(|m| Some((buttons_of(m)?, m)));
             let facts = Facts {
                 persona_id: pid,
                 display_name: &persona.display_name,
-                is_dm: joined.len() == 2,
+                is_dm: dm,
                 sender_is_ours: self.personas.get(&event.sender).is_some(),
                 sender_allowed: self.policy.allowed(&event.sender),
                 group_requires_mention: self.policy.group_requires_mention,
@@ -124,6 +139,7 @@ impl Triage {
                 replies_to_persona: replied.as_ref().is_some_and(|m| m.sender == *pid),
                 in_persona_thread: in_thread,
                 reacted_buttons: target.as_ref().filter(|m| m.sender == *pid).and(buttons.as_deref()),
+                typed_buttons: typed_buttons.as_ref().map(|(b, m)| (b.as_slice(), m.event_id.as_ref())),
                 answers_agent,
             };
             if let Some(t) = triggers::trigger(&event.event, &facts) {
@@ -132,4 +148,12 @@ impl Triage {
         }
         Ok(None)
     }
+}
+
+/// How many of the persona's latest messages in a DM a typed answer may press a button of.
+const TYPED_PRESS_RECENT: i64 = 3;
+
+/// The buttons of a message of ours.
+fn buttons_of(m: &store::SentMessage) -> Option<Vec<crate::blocks::Button>> {
+    Some(Rich::from_value(read_payload(&m.content)?).ok()?.buttons())
 }

@@ -5,7 +5,11 @@
 //! display name or localpart in the body), a reply to one of the persona's messages, or a
 //! message in a thread the persona posted in. A reaction whose key matches a `react`
 //! button of the persona's message, and a message sent by pressing a `send` button the
-//! persona posted in that room, are button presses; `!usage` is a command. Never: our own
+//! persona posted in that room, are button presses, and so is a typed answer that names
+//! a button of the persona's message (its label, a `send` button's body, a `react`
+//! button's key; case and punctuation ignored) in a DM (the persona's latest message) or
+//! in a reply to that message: clients that draw no buttons say "or reply *Later*".
+//! `!usage` is a command. Never: our own
 //! personas, `m.notice` (what bots send, richbot's own status messages included), edits,
 //! redacted events, or senders not allowed. Whether an event came too late to answer
 //! ([`is_stale`]) is decided apart, so a question missed during an outage can be told so.
@@ -14,7 +18,7 @@ use ruma::UserId;
 use serde_json::Value;
 
 use super::command::{Command, command};
-use crate::blocks::{Action, read_used_id};
+use crate::blocks::{Action, Button, read_used_id};
 use crate::relation::Relation;
 use crate::turn::Press;
 
@@ -55,6 +59,9 @@ pub struct Facts<'a> {
     pub in_persona_thread: bool,
     /// For a reaction on a message of this persona: that message's buttons.
     pub reacted_buttons: Option<&'a [crate::blocks::Button]>,
+    /// For a text: the persona's message a typed answer would press a button of (the one
+    /// it replies to; in a DM, the persona's latest) and that message's buttons.
+    pub typed_buttons: Option<(&'a [crate::blocks::Button], &'a ruma::EventId)>,
     /// The event answers a message an agent client had sent (a reply, a reaction, a
     /// message in its thread): the client's to read, not a question for the model
     /// unless it mentions the persona.
@@ -98,6 +105,9 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
             if let Some(c) = command(body, facts.persona_id, facts.display_name).filter(|_| commanded) {
                 return Some(Trigger::Command(c));
             }
+            if let Some(press) = facts.typed_buttons.filter(|_| !media).and_then(|(b, m)| typed_press(body, b, m)) {
+                return Some(Trigger::ButtonReact(press));
+            }
             if facts.is_dm {
                 return Some(Trigger::Message);
             }
@@ -114,6 +124,29 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
         }
         _ => None,
     }
+}
+
+/// The button of `buttons` (on `message`) that `typed` names, as a press.
+fn typed_press(typed: &str, buttons: &[Button], message: &ruma::EventId) -> Option<Press> {
+    let said = words(typed);
+    let named = |b: &Button| match &b.action {
+        Action::React { key } if typed.trim() == key.trim() => true,
+        Action::Send { body } if !said.is_empty() && words(body) == said => true,
+        _ => !said.is_empty() && words(&b.label) == said,
+    };
+    let button = buttons.iter().find(|b| named(b))?;
+    let key = match &button.action {
+        Action::React { key } => key.clone(),
+        Action::Send { body } => body.clone(),
+    };
+    Some(Press { key, label: button.label.clone(), message: message.to_owned() })
+}
+
+/// Lower-case words, punctuation and symbols dropped: "Yes, book it!" is "yes book it".
+fn words(s: &str) -> String {
+    let kept: String =
+        s.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).flat_map(char::to_lowercase).collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn mentions(content: &Value, body: &str, facts: &Facts<'_>) -> bool {

@@ -110,6 +110,25 @@ impl Store {
         .transpose()
     }
 
+    /// The `n` latest messages (not edits) `sender` sent in `room`, newest first, as last
+    /// edited.
+    pub async fn recent_sent(&self, room: &RoomId, sender: &UserId, n: i64) -> Result<Vec<SentMessage>> {
+        let rows = sqlx::query(
+            "SELECT event_id FROM sent_messages WHERE room_id = $1 AND sender = $2 AND replaces IS NULL
+             ORDER BY sent_at DESC LIMIT $3",
+        )
+        .bind(room.as_str())
+        .bind(sender.as_str())
+        .bind(n)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            out.extend(self.sent_message(&id::<OwnedEventId>(&r, "event_id")?).await?);
+        }
+        Ok(out)
+    }
+
     /// Whether `sender` posted in the thread rooted at `root` (or is its root's author).
     pub async fn posted_in_thread(&self, room_id: &RoomId, root: &EventId, sender: &UserId) -> Result<bool> {
         let row = sqlx::query(

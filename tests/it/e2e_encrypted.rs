@@ -259,7 +259,10 @@ async fn a_dm_the_persona_opens_is_encrypted_and_the_person_reads_it() {
     let sent = from(&events, BOT);
     assert_eq!(sent.len(), 1, "{events:#?}");
     assert_eq!(sent[0]["wire_type"], "m.room.encrypted");
-    assert_eq!(sent[0]["content"]["body"], "Your answer, privately.");
+    assert_eq!(
+        sent[0]["content"]["body"], "Your answer, privately.\n\nYours\nprivately",
+        "the fallback, completed by the block"
+    );
     alice.stop().await;
 }
 

@@ -75,7 +75,11 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
     env.alice.join(&dm).await;
     let msgs = env.alice.messages_from(&dm, BOT).await;
     let bodies: Vec<&Value> = msgs.iter().map(|m| &m["content"]["body"]).collect();
-    assert_eq!(bodies, [&json!("Your answer, privately."), &json!("And more.")], "both in the one DM");
+    assert_eq!(
+        bodies,
+        [&json!("Your answer, privately.\n\nAnswer\nsecret"), &json!("And more.\n\nAnswer\nmore")],
+        "both in the one DM"
+    );
     let member = env
         .alice
         .call(
@@ -117,7 +121,7 @@ async fn an_edit_of_an_edit_targets_the_original() {
     for edit in &msgs[1..] {
         assert_eq!(edit["content"]["m.relates_to"]["event_id"], msgs[0]["event_id"], "aimed at the original");
     }
-    assert_eq!(msgs[2]["content"]["m.new_content"]["body"], "v3");
+    assert_eq!(msgs[2]["content"]["m.new_content"]["body"], "v3\n\nAnswer\nv3");
 }
 
 /// Whether a sync response says `BOT` is typing in `room` (`None`: no typing update).

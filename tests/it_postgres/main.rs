@@ -13,6 +13,8 @@ mod support;
 mod approvals;
 #[path = "../it/e2e_agents.rs"]
 mod e2e_agents;
+#[path = "../it/e2e_any_client.rs"]
+mod e2e_any_client;
 #[path = "../it/e2e_appservice.rs"]
 mod e2e_appservice;
 #[path = "../it/e2e_commands.rs"]

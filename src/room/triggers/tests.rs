@@ -19,6 +19,7 @@ fn facts() -> Facts<'static> {
         replies_to_persona: false,
         in_persona_thread: false,
         reacted_buttons: None,
+        typed_buttons: None,
         answers_agent: false,
     }
 }
@@ -200,4 +201,42 @@ fn staleness_is_how_late_an_event_was_delivered() {
     assert!(!is_stale(NOW + 86_400_000, NOW, window), "future-dated: judged by delivery, fresh once");
     // Waiting in the queue afterwards does not make it stale: `now` is not an input.
     assert!(!is_stale(NOW - 1_000, NOW - 500, window));
+}
+
+#[test]
+fn a_typed_answer_naming_a_button_presses_it() {
+    let buttons = vec![
+        Button { label: "Yes, book it!".into(), action: Action::React { key: "✅".into() }, style: None, id: None },
+        Button {
+            label: "Another time".into(),
+            action: Action::Send { body: "maybe next week".into() },
+            style: None,
+            id: None,
+        },
+        Button { label: "👍".into(), action: Action::React { key: "👍".into() }, style: None, id: None },
+    ];
+    let message = ruma::event_id!("$m");
+    let typed = Facts { is_dm: true, typed_buttons: Some((&buttons, message)), ..facts() };
+    let text = |b: &str| msg(json!({"msgtype": "m.text", "body": b}));
+    let press = |key: &str, label: &str| {
+        Some(Trigger::ButtonReact(Press { key: key.into(), label: label.into(), message: message.to_owned() }))
+    };
+    assert_eq!(trigger(&text("yes book it"), &typed), press("✅", "Yes, book it!"), "case and punctuation ignored");
+    assert_eq!(trigger(&text("  YES, Book it. "), &typed), press("✅", "Yes, book it!"));
+    assert_eq!(trigger(&text("✅"), &typed), press("✅", "Yes, book it!"), "a react button's key");
+    assert_eq!(trigger(&text("Another time"), &typed), press("maybe next week", "Another time"));
+    assert_eq!(trigger(&text("Maybe next week!"), &typed), press("maybe next week", "Another time"), "a send body");
+    assert_eq!(trigger(&text("👍"), &typed), press("👍", "👍"), "an emoji label is pressed by its key");
+    // Anything else is a message, as before.
+    assert_eq!(trigger(&text("yes, book it for 8 people"), &typed), Some(Trigger::Message));
+    assert_eq!(trigger(&text("!"), &typed), Some(Trigger::Message), "no words match no label");
+    // A picture is never a press; a command stays a command.
+    let picture = msg(json!({"msgtype": "m.image", "body": "Another time", "url": "mxc://s/p"}));
+    assert_eq!(trigger(&picture, &typed), Some(Trigger::Message));
+    assert!(matches!(
+        trigger(&text("!help"), &Facts { typed_buttons: Some((&buttons, message)), ..typed.clone() }),
+        Some(Trigger::Command(_))
+    ));
+    // Without the message's buttons (a group message that replies to nothing of ours): none.
+    assert_eq!(trigger(&text("Another time"), &Facts { is_dm: true, ..facts() }), Some(Trigger::Message));
 }
