@@ -19,7 +19,7 @@ pub use notice::{notice, notice_edit, rich_notice};
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use pulldown_cmark::{Options, Parser, html};
+use pulldown_cmark::{Event, Options, Parser, html};
 use ruma::EventId;
 use serde_json::{Value, json};
 
@@ -103,10 +103,15 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
 });
 
 /// CommonMark to sanitized HTML.
+/// Task list items (`- [x] done`) show ✅ / ⬜: Matrix HTML has no checkboxes.
 pub fn markdown_html(markdown: &str) -> String {
     let mut out = String::new();
-    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
-    html::push_html(&mut out, Parser::new_ext(markdown, opts));
+    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let events = Parser::new_ext(markdown, opts).map(|e| match e {
+        Event::TaskListMarker(done) => Event::Text(if done { "✅ " } else { "⬜ " }.into()),
+        other => other,
+    });
+    html::push_html(&mut out, events);
     SANITIZER.clean(&out).to_string().trim_end().to_owned()
 }
 

@@ -62,3 +62,8 @@ fn oversized_content_is_refused() {
     let big = "x".repeat(MAX_CONTENT_BYTES);
     assert!(matches!(text(&big, None), Err(Error::TooLarge(_))));
 }
+
+#[test]
+fn task_lists_show_ticks_not_brackets() {
+    assert_eq!(markdown_html("- [x] milk\n- [ ] eggs"), "<ul>\n<li>✅ milk</li>\n<li>⬜ eggs</li>\n</ul>");
+}
