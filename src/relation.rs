@@ -86,6 +86,19 @@ impl Relation {
     }
 }
 
+/// A reply's own words: its `body` without the quote of the replied-to message that
+/// older clients put first (lines starting with `>`, then a blank line).
+pub fn reply_text(body: &str) -> &str {
+    if !body.starts_with('>') {
+        return body;
+    }
+    let mut rest = body;
+    while rest.starts_with('>') {
+        rest = rest.split_once('\n').map_or("", |(_, r)| r);
+    }
+    rest.strip_prefix('\n').unwrap_or(rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +145,13 @@ mod tests {
             assert_eq!(read(relates), want, "{name}");
         }
         assert_eq!(Relation::read(&json!({"body": "x"})), None);
+    }
+
+    #[test]
+    fn a_replys_own_words_are_without_the_quote_older_clients_put_first() {
+        assert_eq!(reply_text("> <@bot:x> Lunch?\n> 1. Pizza\n\n2"), "2");
+        assert_eq!(reply_text("2"), "2");
+        assert_eq!(reply_text("> only a quote"), "");
+        assert_eq!(reply_text("a > b"), "a > b");
     }
 }

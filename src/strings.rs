@@ -163,3 +163,11 @@ pub const CUT_OFF: &str = "your call was cut off: the reply reached its token li
 pub fn running(tool: &str) -> String {
     format!("(running `{tool}`…)")
 }
+
+/// Lower-case words, punctuation and symbols dropped: "Yes, book it!" is "yes book it".
+/// How a member's typed answer is matched against a button's label or a poll's answer.
+pub fn words(s: &str) -> String {
+    let kept: String =
+        s.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).flat_map(char::to_lowercase).collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}

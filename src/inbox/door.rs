@@ -140,6 +140,8 @@ impl Door {
                 typed_buttons: None,
                 // A message without a relation answers nothing.
                 answers_agent: false,
+                // A vote is a reply, or a DM's message: answered anyway.
+                poll: None,
             };
             triggers::trigger(&value, &facts).is_none()
         })

@@ -26,6 +26,11 @@ impl WriteId {
         Self { turn: -(POLL_BASE + poll), seq: 0 }
     }
 
+    /// The message that says poll `poll`'s result, sent after its end.
+    pub fn poll_result(poll: i64) -> Self {
+        Self { seq: 1, ..Self::poll_end(poll) }
+    }
+
     /// Its transaction id on this `instance`.
     pub(super) fn txn_id(&self, instance: &str) -> String {
         match self.turn {

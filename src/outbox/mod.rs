@@ -195,6 +195,13 @@ impl Outbox {
         self.send_as(w, event_type, (event_type, content), None).await.map(|(id, _)| id)
     }
 
+    /// Sends an event that its write id alone says (a poll's end, its result message),
+    /// once: its content may differ from a crashed or failed attempt's, since a vote that
+    /// arrived meanwhile changes the tally it states.
+    pub async fn send_tally(&self, w: &Write<'_>, event_type: &str, content: &Value) -> Result<OwnedEventId, Error> {
+        self.send_as(w, "live-tally", (event_type, content), None).await.map(|(id, _)| id)
+    }
+
     async fn send_as(
         &self,
         w: &Write<'_>,

@@ -2,7 +2,10 @@
 //! poll is due, woken early when a poll is started), or when the model is asked to
 //! (`rich_poll_end`). Either way the end is one write, `WriteId::poll_end`, whose
 //! transaction id is the poll's: a timer and a turn that race, or a restart mid-way, send
-//! it once. The end event says the result in words; the tally is the votes the room holds.
+//! it once. The end event says the result in words; the tally is the votes the room holds
+//! (poll responses and votes by reply). Then the result is posted as a message, a reply
+//! to the poll's own message, for clients that draw no polls (`WriteId::poll_result`).
+//! Both are sent as tallies: a retry states the votes as they are then.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +16,7 @@ use tokio::sync::Notify;
 use super::{end_content, tally, vote_of};
 use crate::clock::now_ms;
 use crate::outbox::{self, Outbox, Write, WriteId};
+use crate::render;
 use crate::store::{PollRow, Store};
 
 /// The closer sleeps at most this long between looks (a poll another instance started
@@ -34,6 +38,13 @@ pub async fn count(store: &Store, poll: &PollRow) -> Result<super::Tally, crate:
         .await?
         .into_iter()
         .filter_map(|(ty, sender, at, content)| Some((sender, at, vote_of(&ty, &content, poll.event_id.as_str())?)))
+        .chain(
+            store
+                .poll_reply_votes(poll.id, (poll.created_at, poll.ended_at))
+                .await?
+                .into_iter()
+                .map(|(sender, at, answer)| (sender, at, vec![answer])),
+        )
         .collect();
     Ok(tally(&poll.answers, (poll.created_at, poll.ended_at), &votes))
 }
@@ -41,10 +52,15 @@ pub async fn count(store: &Store, poll: &PollRow) -> Result<super::Tally, crate:
 /// Ends `poll` (as its persona, once), recording when; the end event and the result it
 /// states.
 pub async fn end(store: &Store, outbox: &Outbox, poll: &PollRow) -> Result<(OwnedEventId, String), outbox::Error> {
-    let result = count(store, poll).await?.result();
+    let tally = count(store, poll).await?;
+    let result = tally.result();
     let content = end_content(poll.event_id.as_str(), &result);
     let write = Write { id: WriteId::poll_end(poll.id), room: &poll.room_id, persona: &poll.persona };
-    let id = outbox.send_event(&write, super::END, &content).await?;
+    let id = outbox.send_tally(&write, super::END, &content).await?;
+    let counts: Vec<(String, usize)> = tally.counts.iter().map(|(a, v)| (a.clone(), v.len())).collect();
+    let message = render::result_message(&poll.question, &counts, &result, poll.text_event_id.as_deref());
+    let write = Write { id: WriteId::poll_result(poll.id), ..write };
+    outbox.send_tally(&write, "m.room.message", &message).await?;
     store.poll_ended(poll.id, now_ms()).await?;
     tracing::info!(poll = %poll.event_id, room = %poll.room_id, result, "poll ended");
     Ok((id, result))

@@ -7,6 +7,13 @@
 //! after it started and before it ended; one vote per member, their latest; a latest
 //! response naming no answer of the poll is a spoiled vote (it counts for nothing). The
 //! model sees an undisclosed poll's results only once it has ended, as members do.
+//!
+//! Every client shows a poll: it goes with a message that lists its numbered answers
+//! (`render::poll_message`), and a member's reply with a number (or an answer's words) to
+//! the poll or that message is a vote like a poll response, by the same rules (`chosen`;
+//! kept as it arrives, `Store::record_poll_reply`). In a DM a bare number is one too, while
+//! the poll is among the persona's last few messages. The result is posted as a message
+//! when the poll ends.
 
 mod closer;
 mod tally;
@@ -28,6 +35,27 @@ const TEXT: &str = "org.matrix.msc1767.text";
 /// A poll's answer ids: "1", "2", ... in order.
 pub fn answer_id(index: usize) -> String {
     (index + 1).to_string()
+}
+
+/// The answer (its index) that a member's text names: its number ("2", "#2", "2.") or,
+/// when `by_name`, its words (case and punctuation ignored, "Pizza!" for "pizza").
+pub fn chosen(text: &str, answers: &[String], by_name: bool) -> Option<usize> {
+    let t = text.trim();
+    if let Some(n) = number(t) {
+        return (1..=answers.len()).contains(&n).then(|| n - 1);
+    }
+    let said = crate::strings::words(t);
+    if !by_name || said.is_empty() {
+        return None;
+    }
+    answers.iter().position(|a| crate::strings::words(a) == said)
+}
+
+/// The number a text is, alone: "2", "#2", "2." or "2)".
+pub fn number(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let digits = t.strip_prefix('#').unwrap_or(t).trim_end_matches(['.', ')']);
+    (!digits.starts_with('+')).then(|| digits.parse().ok()).flatten()
 }
 
 /// The plain text of a poll: the question and its numbered answers.
@@ -106,6 +134,26 @@ mod tests {
         assert_eq!(c["m.poll"]["answers"][0], json!({"m.id": "1", "m.text": [{"body": "Pizza"}]}));
         assert_eq!(c[TEXT], "Lunch?\n1. Pizza\n2. Sushi");
         assert_eq!(c["m.text"][0]["body"], c[TEXT]);
+    }
+
+    #[test]
+    fn a_reply_names_an_answer_by_its_number_or_in_a_reply_its_words() {
+        let answers = ["Pizza".to_owned(), "Sushi bar".to_owned()];
+        for (text, by_name, want) in [
+            ("2", false, Some(1)),
+            (" #1 ", false, Some(0)),
+            ("2.", false, Some(1)),
+            ("1)", false, Some(0)),
+            ("3", true, None),
+            ("0", true, None),
+            ("-1", true, None),
+            ("sushi  BAR!", true, Some(1)),
+            ("sushi bar", false, None),
+            ("2 please", true, None),
+            ("", true, None),
+        ] {
+            assert_eq!(chosen(text, &answers, by_name), want, "{text:?} by_name={by_name}");
+        }
     }
 
     #[test]

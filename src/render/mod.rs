@@ -11,10 +11,12 @@
 mod blocks;
 mod live;
 mod notice;
+mod polls;
 use blocks::escape;
 pub use blocks::{Completion, RENDERERS, complete, render_block};
 pub use live::{LIVE, fits_as_edit, live};
 pub use notice::{notice, notice_edit, rich_notice};
+pub use polls::{HOW_TO_VOTE, poll_message, result_message};
 
 use std::collections::HashSet;
 use std::sync::LazyLock;

@@ -115,14 +115,16 @@ impl Triage {
                 Some(id) => self.store.button_posted(&event.room_id, pid, id).await?,
                 None => false,
             };
+            let recent = match (&replied, is_text) {
+                (None, true) if dm => self.store.recent_sent(&event.room_id, pid, TYPED_PRESS_RECENT).await?,
+                _ => Vec::new(),
+            };
             let typed_on = match (&replied, is_text) {
                 (Some(m), true) if m.sender == *pid => Some(m.clone()),
-                (None, true) if dm => {
-                    let recent = self.store.recent_sent(&event.room_id, pid, TYPED_PRESS_RECENT).await?;
-                    recent.into_iter().find(|m| buttons_of(m).is_some_and(|b| !b.is_empty()))
-                }
-                _ => None,
+                _ => recent.iter().find(|m| buttons_of(m).is_some_and(|b| !b.is_empty())).cloned(),
             };
+            let poll =
+                self.poll_answered(event, replied.as_ref().filter(|m| m.sender == *pid && is_text), &recent).await?;
             let typed_on = match typed_on {
                 Some(m) if self.store.approvals_by_notice(&[m.event_id.as_str()]).await?.is_empty() => Some(m),
                 _ => None,
@@ -141,9 +143,36 @@ impl Triage {
                 reacted_buttons: target.as_ref().filter(|m| m.sender == *pid).and(buttons.as_deref()),
                 typed_buttons: typed_buttons.as_ref().map(|(b, m)| (b.as_slice(), m.event_id.as_ref())),
                 answers_agent,
+                poll: poll.as_ref().map(|(p, by_name)| (p.answers.as_slice(), p.id, *by_name)),
             };
             if let Some(t) = triggers::trigger(&event.event, &facts) {
                 return Ok(Some((persona, t)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Triage {
+    /// The open poll a text may vote on, and whether by an answer's words: the one the
+    /// text replies to (the poll or its message); in a DM, for a bare number, the newest
+    /// among the persona's `recent` messages.
+    async fn poll_answered(
+        &self,
+        event: &StoredEvent,
+        replied: Option<&store::SentMessage>,
+        recent: &[store::SentMessage],
+    ) -> Result<Option<(store::PollRow, bool)>, store::Error> {
+        if let Some(m) = replied {
+            return Ok(self.store.open_poll_of(&event.room_id, &m.event_id).await?.map(|p| (p, true)));
+        }
+        let body = event.content().get("body").and_then(serde_json::Value::as_str).unwrap_or_default();
+        if recent.is_empty() || crate::polls::number(body).is_none() {
+            return Ok(None);
+        }
+        for m in recent {
+            if let Some(p) = self.store.open_poll_of(&event.room_id, &m.event_id).await? {
+                return Ok(Some((p, false)));
             }
         }
         Ok(None)

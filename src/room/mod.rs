@@ -10,7 +10,8 @@
 //! - `triggers`: the pure decision "does this event start a turn, and why".
 //! - `limiter`: turn rate limits per room and per asker, and the cool-down they trip.
 //! - `command` (pure: what a command is) and `commands` (answering it): `!help`,
-//!   `!reset`, `!mode`, `!usage`, answered without the model.
+//!   `!reset`, `!mode`, `!usage`, answered without the model; `votes`: a vote on a poll
+//!   by a reply with a number, kept for the tally.
 //! - `membership`: invites, joins, leaves, greetings.
 //! - `decrypt`: encrypted events made clear (or set aside for their key) before the rest
 //!   of a step sees them.
@@ -34,6 +35,7 @@ mod scheduler;
 mod strikes;
 pub mod triggers;
 mod verification;
+mod votes;
 mod worker;
 
 use std::sync::Arc;

@@ -9,6 +9,8 @@
 //! a button of the persona's message (its label, a `send` button's body, a `react`
 //! button's key; case and punctuation ignored) in a DM (the persona's latest message) or
 //! in a reply to that message: clients that draw no buttons say "or reply *Later*".
+//! A reply with a number (or an answer's words) to the persona's open poll or its
+//! message, and in a DM a bare number while the poll is recent, is a vote (`polls`).
 //! `!usage` is a command. Never: our own
 //! personas, `m.notice` (what bots send, richbot's own status messages included), edits,
 //! redacted events, or senders not allowed. Whether an event came too late to answer
@@ -20,6 +22,7 @@ use serde_json::Value;
 use super::command::{Command, command};
 use crate::blocks::{Action, Button, read_used_id};
 use crate::relation::Relation;
+use crate::strings::words;
 use crate::turn::Press;
 
 /// Why the bot answers.
@@ -36,9 +39,25 @@ pub enum Trigger {
     ButtonSend {
         id: String,
     },
+    /// A vote by a reply with a number on poll `poll` (its row): kept for the tally, no
+    /// turn.
+    Vote {
+        poll: i64,
+        answer: String,
+    },
     /// A conversation command (`!help`, `!reset`, `!mode`, `!usage`), answered by richbot
     /// itself and never sent to the model.
     Command(Command),
+}
+
+impl Trigger {
+    /// The button press this is, if it is one.
+    pub fn press(&self) -> Option<Press> {
+        match self {
+            Trigger::ButtonReact(p) => Some(p.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// What the caller knows about the event's room and relations.
@@ -66,6 +85,9 @@ pub struct Facts<'a> {
     /// message in its thread): the client's to read, not a question for the model
     /// unless it mentions the persona.
     pub answers_agent: bool,
+    /// For a text: the open poll it may vote on (its answers, its row), and whether by an
+    /// answer's words (a reply) or only by its number (a DM's bare number).
+    pub poll: Option<(&'a [String], i64, bool)>,
 }
 
 /// Whether (and why) `event` starts a turn for the persona in `facts`.
@@ -94,6 +116,12 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
                 return None;
             }
             let body = content.get("body").and_then(Value::as_str)?;
+            let own_words = crate::relation::reply_text(body);
+            if let Some((answers, poll, by_name)) = facts.poll.filter(|_| !media)
+                && let Some(i) = crate::polls::chosen(own_words, answers, by_name)
+            {
+                return Some(Trigger::Vote { poll, answer: crate::polls::answer_id(i) });
+            }
             if let Some(id) = read_used_id(content).filter(|_| facts.used_button_posted && !media) {
                 return Some(Trigger::ButtonSend { id: id.to_owned() });
             }
@@ -105,7 +133,8 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
             if let Some(c) = command(body, facts.persona_id, facts.display_name).filter(|_| commanded) {
                 return Some(Trigger::Command(c));
             }
-            if let Some(press) = facts.typed_buttons.filter(|_| !media).and_then(|(b, m)| typed_press(body, b, m)) {
+            if let Some(press) = facts.typed_buttons.filter(|_| !media).and_then(|(b, m)| typed_press(own_words, b, m))
+            {
                 return Some(Trigger::ButtonReact(press));
             }
             if facts.is_dm {
@@ -140,13 +169,6 @@ fn typed_press(typed: &str, buttons: &[Button], message: &ruma::EventId) -> Opti
         Action::Send { body } => body.clone(),
     };
     Some(Press { key, label: button.label.clone(), message: message.to_owned() })
-}
-
-/// Lower-case words, punctuation and symbols dropped: "Yes, book it!" is "yes book it".
-fn words(s: &str) -> String {
-    let kept: String =
-        s.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).flat_map(char::to_lowercase).collect();
-    kept.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn mentions(content: &Value, body: &str, facts: &Facts<'_>) -> bool {

@@ -6,7 +6,7 @@
 //!    reuse their transaction ids and nothing is posted twice), and the step ends.
 //! 2. Otherwise the room's pending events are read in arrival order. Member events are
 //!    applied (`membership`); messages and reactions are triaged (`facts`, `triggers`);
-//!    what starts nothing is marked processed.
+//!    a vote on a poll is kept; what starts nothing is marked processed.
 //! 3. Questions that arrived too late (an outage) are not answered; the room is told once
 //!    per outage to ask again.
 //! 4. The first batch (one persona, one asker: a turn always answers one person) passes
@@ -192,6 +192,9 @@ impl Worker {
                     }
                 }
                 "m.room.message" | "m.sticker" | "m.reaction" => match self.triage.trigger_of(event).await? {
+                    Some((_, Trigger::Vote { poll, answer })) => {
+                        quiet.push(self.commands.vote(event, poll, &answer).await?)
+                    }
                     Some((persona, _)) if self.triage.stale(event) => stale.push((event, persona)),
                     Some((persona, trigger)) => started.push((event, persona, trigger)),
                     None => quiet.push(event.seq),
@@ -241,7 +244,7 @@ impl Worker {
             Admit::Go => {
                 let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
                 let turn = self.store.start_turn(room, &persona.user_id, asker, &seqs, None, now_ms()).await?;
-                let presses: Vec<Press> = batch.iter().filter_map(|(_, _, t)| press(t)).collect();
+                let presses: Vec<Press> = batch.iter().filter_map(|(_, _, t)| t.press()).collect();
                 self.turns.run(&turn, &events, &presses).await?;
             }
         }
@@ -267,7 +270,7 @@ impl Worker {
         for e in events {
             if let Some((p, t)) = self.triage.trigger_of(e).await?
                 && p.user_id == turn.persona
-                && let Some(press) = press(&t)
+                && let Some(press) = t.press()
             {
                 out.push(press);
             }
@@ -278,13 +281,6 @@ impl Worker {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn press(trigger: &Trigger) -> Option<Press> {
-    match trigger {
-        Trigger::ButtonReact(p) => Some(p.clone()),
-        _ => None,
-    }
 }
 
 /// The first batch: the started events of the first persona and asker addressed, in

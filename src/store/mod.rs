@@ -69,7 +69,7 @@ pub use leases::RoomFacts;
 pub use lock::{Held, lock_file};
 pub use open::file_path;
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
-pub use polls::{NewPoll, PollRow};
+pub use polls::{NewPoll, PollReply, PollRow};
 pub use retention::Pruned;
 pub use room_crypto::RoomEncryption;
 pub use sent::{NewSent, SentMessage};

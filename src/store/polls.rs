@@ -21,6 +21,9 @@ pub struct PollRow {
     pub created_at: i64,
     pub end_at: Option<i64>,
     pub ended_at: Option<i64>,
+    /// The message that shows the poll in every client (none for polls started before
+    /// there was one).
+    pub text_event_id: Option<OwnedEventId>,
 }
 
 /// A poll to record, once its start event is sent.
@@ -34,9 +37,22 @@ pub struct NewPoll<'a> {
     pub disclosed: bool,
     pub created_at: i64,
     pub end_at: Option<i64>,
+    /// The message that shows the poll in every client.
+    pub text_event_id: &'a ruma::EventId,
 }
 
-const COLUMNS: &str = "id, event_id, room_id, persona, question, answers, disclosed, created_at, end_at, ended_at";
+/// A member's vote by a reply with a number, as it arrived.
+#[derive(Debug, Clone, Copy)]
+pub struct PollReply<'a> {
+    pub event_id: &'a ruma::EventId,
+    pub poll_id: i64,
+    pub sender: &'a ruma::UserId,
+    pub origin_ts: i64,
+    pub answer: &'a str,
+}
+
+const COLUMNS: &str =
+    "id, event_id, room_id, persona, question, answers, disclosed, created_at, end_at, ended_at, text_event_id";
 
 fn parse(row: &AnyRow) -> Result<PollRow> {
     let id = |column: &'static str| -> Result<String> { Ok(row.try_get::<String, _>(column)?) };
@@ -53,6 +69,10 @@ fn parse(row: &AnyRow) -> Result<PollRow> {
         created_at: row.try_get("created_at")?,
         end_at: row.try_get("end_at")?,
         ended_at: row.try_get("ended_at")?,
+        text_event_id: row
+            .try_get::<Option<String>, _>("text_event_id")?
+            .map(|t| OwnedEventId::try_from(t).map_err(|e| bad("text_event_id", e.to_string())))
+            .transpose()?,
     })
 }
 
@@ -60,8 +80,8 @@ impl Store {
     /// Records a poll (once: a replayed start finds its row).
     pub async fn record_poll(&self, p: &NewPoll<'_>) -> Result<()> {
         sqlx::query(
-            "INSERT INTO polls (event_id, room_id, persona, question, answers, disclosed, created_at, end_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING",
+            "INSERT INTO polls (event_id, room_id, persona, question, answers, disclosed, created_at, end_at, text_event_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (event_id) DO NOTHING",
         )
         .bind(p.event_id.as_str())
         .bind(p.room_id.as_str())
@@ -71,6 +91,7 @@ impl Store {
         .bind(i64::from(p.disclosed))
         .bind(p.created_at)
         .bind(p.end_at)
+        .bind(p.text_event_id.as_str())
         .execute(&self.writer)
         .await?;
         Ok(())
@@ -80,6 +101,54 @@ impl Store {
     pub async fn poll(&self, event: &ruma::EventId) -> Result<Option<PollRow>> {
         let sql = format!("SELECT {COLUMNS} FROM polls WHERE event_id = $1");
         sqlx::query(&sql).bind(event.as_str()).fetch_optional(&self.writer).await?.as_ref().map(parse).transpose()
+    }
+
+    /// The open poll of `room` that `message` is (its start) or shows (its text), if any.
+    pub async fn open_poll_of(&self, room: &RoomId, message: &ruma::EventId) -> Result<Option<PollRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM polls WHERE room_id = $1 AND (event_id = $2 OR text_event_id = $2)
+             AND ended_at IS NULL"
+        );
+        let row = sqlx::query(&sql).bind(room.as_str()).bind(message.as_str()).fetch_optional(&self.pool).await?;
+        row.as_ref().map(parse).transpose()
+    }
+
+    /// Records a vote by a reply with a number (once: a replayed event finds its row).
+    pub async fn record_poll_reply(&self, r: &PollReply<'_>) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO poll_replies (event_id, poll_id, sender, origin_ts, answer) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (event_id) DO NOTHING",
+        )
+        .bind(r.event_id.as_str())
+        .bind(r.poll_id)
+        .bind(r.sender.as_str())
+        .bind(r.origin_ts)
+        .bind(r.answer)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    /// Each member's latest vote by reply on poll `id` within `span` (ms, inclusive;
+    /// `None` is open): sender, `origin_server_ts`, answer id.
+    pub async fn poll_reply_votes(
+        &self,
+        id: i64,
+        (from, until): (i64, Option<i64>),
+    ) -> Result<Vec<(String, i64, String)>> {
+        let rows = sqlx::query(
+            "SELECT sender, origin_ts, answer FROM (
+               SELECT sender, origin_ts, answer,
+                 ROW_NUMBER() OVER (PARTITION BY sender ORDER BY origin_ts DESC, event_id DESC) AS latest
+               FROM poll_replies WHERE poll_id = $1 AND origin_ts >= $2 AND origin_ts <= $3
+             ) replies WHERE latest = 1 ORDER BY sender",
+        )
+        .bind(id)
+        .bind(from)
+        .bind(until.unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok((r.try_get("sender")?, r.try_get("origin_ts")?, r.try_get("answer")?))).collect()
     }
 
     /// `persona`'s latest `n` polls in `room` that are open or ended after `since` (ms),

@@ -81,7 +81,12 @@ impl Store {
             before,
         )
         .await?;
-        // Polls that ended before the cut-off (their votes are pruned with the events).
+        // Polls that ended before the cut-off: their votes by reply with them (their poll
+        // responses are pruned with the events).
+        sqlx::query("DELETE FROM poll_replies WHERE poll_id IN (SELECT id FROM polls WHERE ended_at < $1)")
+            .bind(before)
+            .execute(&self.writer)
+            .await?;
         sqlx::query("DELETE FROM polls WHERE ended_at < $1").bind(before).execute(&self.writer).await?;
         Ok(pruned)
     }

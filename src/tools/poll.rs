@@ -35,10 +35,11 @@ pub fn poll_specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: RICH_POLL.to_owned(),
             description: format!(
-                "Start a poll in this chat (members vote in their client; one vote each, their latest counts). \
-                 Use it when the group should choose. Its votes are shown to you at your next turn, as a tally \
-                 you can report. It ends after end_after_secs ({}-{} s) if given, or when you call {RICH_POLL_END}. \
-                 Returns {{\"event_id\": \"$...\"}}: the poll's id.",
+                "Start a poll in this chat (members vote in their client or by replying with a number; one vote \
+                 each, their latest counts). Use it when the group should choose. The question and its numbered \
+                 answers are also posted as a message, so do not repeat them. Its votes are shown to you at your \
+                 next turn, as a tally you can report. It ends after end_after_secs ({}-{} s) if given, or when you \
+                 call {RICH_POLL_END}; its result is then posted. Returns {{\"event_id\": \"$...\"}}: the poll's id.",
                 END_AFTER.start(),
                 END_AFTER.end()
             ),

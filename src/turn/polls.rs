@@ -1,6 +1,7 @@
 //! Polls in a turn: `rich_poll` posts one in the turn's room (its votes are that room's),
 //! `rich_poll_end` ends one the persona started there, and the persona's recent polls in
-//! the room, with their tallies, are part of what the model is told (`note`).
+//! the room, with their tallies, are part of what the model is told (`note`). A poll goes
+//! with a message that shows it in clients that draw no polls (`render::poll_message`).
 
 use serde_json::{Value, json};
 
@@ -11,6 +12,7 @@ use super::{Error, Scope, Turns};
 use crate::clock::now_ms;
 use crate::outbox::Write;
 use crate::polls::{self, Closer};
+use crate::render;
 use crate::store::NewPoll;
 use crate::tools::{PollCall, ToolError, ToolErrorCode, plan_poll};
 
@@ -46,6 +48,10 @@ impl Runner<'_> {
                 let content = polls::start_content(&question, &answers, disclosed);
                 let write = Write { id: self.take_write(), room: &scope.room, persona: &scope.persona };
                 let event_id = self.outbox.send_event(&write, polls::START, &content).await.map_err(outbox_error)?;
+                // Shown in every client: the poll as a message, the next write of the turn.
+                let shown = render::poll_message(&question, &answers, disclosed, end_after_secs);
+                let write = Write { id: self.take_write(), ..write };
+                let text_event_id = self.outbox.send(&write, &shown, None).await.map_err(outbox_error)?;
                 let now = now_ms();
                 let end_at = end_after_secs.map(|s| now + i64::try_from(s).unwrap_or(0) * 1000);
                 let poll = NewPoll {
@@ -57,12 +63,13 @@ impl Runner<'_> {
                     disclosed,
                     created_at: now,
                     end_at,
+                    text_event_id: &text_event_id,
                 };
                 self.store.record_poll(&poll).await.map_err(|e| Stop::Suspend(format!("store: {e}")))?;
                 if let (Some(closer), Some(_)) = (self.kit.polls, end_at) {
                     closer.started();
                 }
-                Ok(json!({"event_id": event_id}))
+                Ok(json!({"event_id": event_id, "shown_by": text_event_id}))
             }
             PollCall::End { poll } => {
                 let row = self.store.poll(&poll).await.map_err(internal)?;

@@ -1,8 +1,10 @@
-//! Polls against the real Synapse: the persona starts two (MSC3381, with text fallbacks),
-//! two members vote (one changes her mind), the next turn's prompt holds the tally, the
-//! persona ends one when asked (and may neither end a poll that is not its own nor edit
-//! one as a message), and the
-//! other ends by itself at its `end_after_secs`. Waits about a minute for that end.
+//! Polls against the real Synapse: the persona starts two (MSC3381, with text fallbacks,
+//! each shown by a message for clients that draw no polls), two members vote (one
+//! changes her mind, one replies with a number), the next turn's prompt holds the tally,
+//! the persona ends one when asked (and may neither end a poll that is not its own nor
+//! edit one as a message), and the other ends by itself at its `end_after_secs`; each
+//! result is posted as a message. Waits about a minute for that end. In a DM a bare
+//! number is a vote.
 
 use std::time::Duration;
 
@@ -78,11 +80,32 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
     assert_eq!(content[START]["kind"], "org.matrix.msc3381.poll.disclosed");
     assert_eq!(content["org.matrix.msc1767.text"], "Lunch?\n1. Pizza\n2. Sushi", "a text fallback");
     assert_eq!(polls[1]["content"][START]["kind"], "org.matrix.msc3381.poll.undisclosed");
+    // Each shown by a message right after it, for clients that draw no polls.
+    let shown = |poll: &str| {
+        let at = events.iter().position(|e| e["event_id"] == poll).expect("the poll");
+        events[at + 1].clone()
+    };
+    let (lunch_shown, dinner_shown) = (shown(lunch), shown(dinner));
+    assert_eq!(lunch_shown["sender"], BOT);
+    assert_eq!(lunch_shown["content"]["msgtype"], "m.notice");
+    assert_eq!(
+        lunch_shown["content"]["body"],
+        "📊 Lunch?\n1. Pizza\n2. Sushi\nVote in the poll, or reply with a number."
+    );
+    assert_eq!(
+        dinner_shown["content"]["body"],
+        "📊 Dinner?\n1. Soup\n2. Salad\nVote in the poll, or reply with a number. It ends in 60 seconds. The votes \
+         are shown when it ends."
+    );
+    let dinner_shown = dinner_shown["event_id"].as_str().expect("id").to_owned();
 
     env.alice.send(&room, "org.matrix.msc3381.poll.response", vote(lunch, "2")).await;
     env.bob.send(&room, "org.matrix.msc3381.poll.response", vote(lunch, "1")).await;
     env.alice.send(&room, "org.matrix.msc3381.poll.response", vote(lunch, "1")).await; // her latest counts
-    env.bob.send(&room, "org.matrix.msc3381.poll.response", vote(dinner, "1")).await;
+    // Bob votes on dinner by replying to its message with a number: a vote, not a question.
+    let reply =
+        json!({"msgtype": "m.text", "body": "2", "m.relates_to": {"m.in_reply_to": {"event_id": dinner_shown}}});
+    env.bob.send(&room, "m.room.message", reply).await;
     env.alice.say(&room, "Richbot, end the lunch poll").await;
     env.wait_turns(&room, 2).await;
 
@@ -98,6 +121,11 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
         system.contains("undisclosed): 1 vote so far; its results are for when it ends"),
         "an undisclosed tally waits: {system}"
     );
+    let asked: Vec<&str> = requests
+        .iter()
+        .filter_map(|r| r["messages"].as_array()?.last().filter(|m| m["role"] == "user")?["content"].as_str())
+        .collect();
+    assert_eq!(asked.len(), 2, "bob's vote asked the model nothing: {asked:?}");
     let results: Vec<Value> = requests
         .last()
         .and_then(|r| r["messages"].as_array())
@@ -119,8 +147,70 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
     .await;
     let of = |poll: &str| ends.iter().find(|e| e["content"]["m.relates_to"]["event_id"] == poll).expect("its end");
     assert_eq!(of(lunch)["content"]["org.matrix.msc1767.text"], "The poll has ended. Top answer: Pizza (2 votes).");
-    assert_eq!(of(dinner)["content"]["org.matrix.msc1767.text"], "The poll has ended. Top answer: Soup (1 vote).");
+    assert_eq!(of(dinner)["content"]["org.matrix.msc1767.text"], "The poll has ended. Top answer: Salad (1 vote).");
+    // And each result as a message, a reply to the poll's own message.
+    let events = env.alice.messages(&room).await;
+    let result = |shown: &str| {
+        events
+            .iter()
+            .find(|e| e["sender"] == BOT && e["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == shown)
+            .map(|e| e["content"]["body"].clone())
+    };
+    assert_eq!(
+        result(lunch_shown["event_id"].as_str().expect("id")),
+        Some(json!(
+            "📊 Lunch?\nThe poll has ended. Top answer: Pizza (2 votes).\n1. Pizza: 2 votes\n2. Sushi: 0 votes"
+        ))
+    );
+    assert_eq!(
+        result(&dinner_shown),
+        Some(json!("📊 Dinner?\nThe poll has ended. Top answer: Salad (1 vote).\n1. Soup: 0 votes\n2. Salad: 1 vote"))
+    );
     let started = polls[1]["origin_server_ts"].as_i64().expect("ts");
     let ended = of(dinner)["origin_server_ts"].as_i64().expect("ts");
     assert!(ended - started >= 60_000, "not before its end_after_secs: {}", ended - started);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_dm_a_bare_number_votes_and_the_result_is_posted_when_the_poll_ends() {
+    let env = Env::start().await;
+    env.llm.respond_with(move |request| {
+        let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        let said = last["content"].as_str().unwrap_or_default();
+        if last["role"] == "user" && said.contains("poll me") {
+            return calls(&[("rich_poll", json!({"question": "Tea?", "answers": ["Green", "Black"]}))]);
+        }
+        if last["role"] == "user" && said.contains("close it") {
+            let tea = listed(request, "Tea?").unwrap_or_default();
+            return calls(&[("rich_poll_end", json!({"poll": tea}))]);
+        }
+        text("[no reply]")
+    });
+    let room = env.dm().await;
+    env.alice.say(&room, "poll me about tea").await;
+    env.wait_turns(&room, 1).await;
+    env.alice.say(&room, "2").await;
+    env.alice.say(&room, "close it").await;
+    env.wait_turns(&room, 2).await;
+    let requests = env.llm.requests();
+    let results: Vec<Value> = requests
+        .last()
+        .and_then(|r| r["messages"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| serde_json::from_str(m["content"].as_str()?).ok())
+        .collect();
+    assert_eq!(results[0]["result"], "Top answer: Black (1 vote).", "{results:?}");
+    let asked = requests
+        .iter()
+        .filter(|r| r["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["role"] == "user"));
+    assert_eq!(asked.count(), 2, "the number was a vote, not a question");
+    let events = env.alice.messages(&room).await;
+    let posted = events.iter().filter(|e| e["sender"] == BOT).filter_map(|e| e["content"]["body"].as_str());
+    assert!(
+        posted.clone().any(|b| b.starts_with("📊 Tea?\nThe poll has ended. Top answer: Black (1 vote).")),
+        "{:?}",
+        posted.collect::<Vec<_>>()
+    );
 }

@@ -116,6 +116,7 @@ async fn a_member_who_stuffs_a_poll_with_votes_still_counts_once_and_hides_nobod
         disclosed: true,
         created_at: start,
         end_at: None,
+        text_event_id: ruma::event_id!("$shown"),
     };
     s.record_poll(&new).await.expect("poll");
     // 10,001 votes for tea from one member (more than any fixed window), then one each
@@ -137,6 +138,28 @@ async fn a_member_who_stuffs_a_poll_with_votes_still_counts_once_and_hides_nobod
     assert_eq!(tally.counts[0].1, vec!["@stuffer:localhost".to_owned()]);
     assert_eq!(tally.counts[1].1, vec!["@alice:localhost".to_owned(), "@bob:localhost".to_owned()]);
     assert!(tally.result().contains("coffee"), "{}", tally.result());
+
+    // Votes by reply weigh the same: each member's latest of either kind counts. The
+    // stuffer's 2,000 replies came before his response; Alice's reply came after hers;
+    // Dave votes by reply only; one replay of an event counts once.
+    let reply = |n: usize, sender: &str, at: i64, answer: &str| {
+        let (event, sender) = (format!("$reply{n}"), sender.to_owned());
+        (event, sender, at, answer.to_owned())
+    };
+    let mut replies: Vec<_> = (0..2_000).map(|i| reply(i, "@stuffer:localhost", start, &coffee)).collect();
+    replies.push(reply(5_000, "@alice:localhost", start + 7, &tea));
+    replies.push(reply(5_001, "@dave:localhost", start + 8, &coffee));
+    replies.push(reply(5_001, "@dave:localhost", start + 8, &coffee));
+    for (event, sender, at, answer) in &replies {
+        let (event, sender) = (ruma::EventId::parse(event).expect("id"), ruma::UserId::parse(sender).expect("user"));
+        let r =
+            richbot::store::PollReply { event_id: &event, poll_id: row.id, sender: &sender, origin_ts: *at, answer };
+        s.record_poll_reply(&r).await.expect("reply");
+    }
+    let tally = richbot::polls::count(&s, &row).await.expect("count");
+    assert_eq!(tally.counts[0].1, vec!["@alice:localhost".to_owned(), "@stuffer:localhost".to_owned()], "{tally:?}");
+    assert_eq!(tally.counts[1].1, vec!["@bob:localhost".to_owned(), "@dave:localhost".to_owned()], "{tally:?}");
+    assert_eq!(tally.votes, 4);
 }
 
 fn crypto_of(s: &Store) -> richbot::crypto::Crypto {

@@ -19,7 +19,7 @@
 
 mod actions;
 mod display;
-mod doc;
+pub(super) mod doc;
 mod fields;
 mod timely;
 

@@ -21,6 +21,7 @@ fn facts() -> Facts<'static> {
         reacted_buttons: None,
         typed_buttons: None,
         answers_agent: false,
+        poll: None,
     }
 }
 
@@ -239,4 +240,29 @@ fn a_typed_answer_naming_a_button_presses_it() {
     ));
     // Without the message's buttons (a group message that replies to nothing of ours): none.
     assert_eq!(trigger(&text("Another time"), &Facts { is_dm: true, ..facts() }), Some(Trigger::Message));
+}
+
+#[test]
+fn a_number_replied_to_an_open_poll_is_a_vote_and_starts_no_turn() {
+    let answers = vec!["Pizza".to_owned(), "Sushi".to_owned()];
+    let vote = |answer: &str| Some(Trigger::Vote { poll: 7, answer: answer.into() });
+    let reply = |body: &str| {
+        msg(json!({"msgtype": "m.text", "body": body, "m.relates_to": {"m.in_reply_to": {"event_id": "$poll"}}}))
+    };
+    let replied = Facts { replies_to_persona: true, poll: Some((&answers, 7, true)), ..facts() };
+    assert_eq!(trigger(&reply("2"), &replied), vote("2"));
+    assert_eq!(trigger(&reply("> <@richbot:example.org> Lunch?\n\n#1"), &replied), vote("1"), "past a quote");
+    assert_eq!(trigger(&reply("sushi!"), &replied), vote("2"), "a reply may name the answer");
+    assert_eq!(trigger(&reply("3"), &replied), Some(Trigger::Reply), "no such answer: a question for the model");
+    assert_eq!(trigger(&reply("2 or 3?"), &replied), Some(Trigger::Reply));
+    let picture = msg(json!({"msgtype": "m.image", "body": "2", "url": "mxc://s/p"}));
+    assert_eq!(trigger(&picture, &Facts { is_dm: true, ..replied.clone() }), Some(Trigger::Message));
+    // In a DM a bare number votes; the answer's words are a message.
+    let dm = Facts { is_dm: true, poll: Some((&answers, 7, false)), ..facts() };
+    let text = |b: &str| msg(json!({"msgtype": "m.text", "body": b}));
+    assert_eq!(trigger(&text("1."), &dm), vote("1"));
+    assert_eq!(trigger(&text("Pizza"), &dm), Some(Trigger::Message));
+    // Our own personas and members not allowed never vote.
+    assert_eq!(trigger(&reply("2"), &Facts { sender_is_ours: true, ..replied.clone() }), None);
+    assert_eq!(trigger(&reply("2"), &Facts { sender_allowed: false, ..replied }), None);
 }
