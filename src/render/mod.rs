@@ -12,11 +12,13 @@ mod blocks;
 mod live;
 mod notice;
 mod polls;
+mod snapshot;
 use blocks::escape;
 pub use blocks::{Completion, RENDERERS, complete, render_block};
 pub use live::{LIVE, fits_as_edit, live};
 pub use notice::{notice, notice_edit, rich_notice};
 pub use polls::{HOW_TO_VOTE, poll_message, result_message};
+pub use snapshot::snapshot;
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -104,12 +106,14 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     b
 });
 
+/// The Markdown richbot reads: CommonMark with tables, strikethrough and task lists.
+const MARKDOWN: Options = Options::ENABLE_TABLES.union(Options::ENABLE_STRIKETHROUGH).union(Options::ENABLE_TASKLISTS);
+
 /// CommonMark to sanitized HTML.
 /// Task list items (`- [x] done`) show ✅ / ⬜: Matrix HTML has no checkboxes.
 pub fn markdown_html(markdown: &str) -> String {
     let mut out = String::new();
-    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let events = Parser::new_ext(markdown, opts).map(|e| match e {
+    let events = Parser::new_ext(markdown, MARKDOWN).map(|e| match e {
         Event::TaskListMarker(done) => Event::Text(if done { "✅ " } else { "⬜ " }.into()),
         other => other,
     });

@@ -1,7 +1,8 @@
 //! Live answers: a streamed reply is shown as one message per model reply, posted once
-//! there is something worth showing (a first sentence, or a second of text) with the live
-//! marker, then edited in place as text arrives, never faster than the edit pace and each
-//! edit holding all the text so far. When the reply is complete its message gets a final
+//! its first sentence is complete, with the live marker, then edited in place as text
+//! arrives, never faster than the edit pace and each edit holding all the text so far
+//! that is fit to show (`render::snapshot`: no half word, heading, table or link; open
+//! emphasis, code spans and fences closed). When the reply is complete its message gets a final
 //! edit (the whole text, rendered, no marker); a reply longer than one event continues in
 //! further messages. A reply that was never shown live is posted whole. A stream cut off
 //! part-way, or stopped by the turn's deadline, ends with the text so far and a note,
@@ -42,8 +43,6 @@ const RESCUE_EDIT: i64 = 7_999;
 const RESCUE: i64 = 8_000;
 /// Notes while tools run, and taking them back.
 const NOTES: i64 = 5_000;
-/// Text shown live once it holds a sentence, or after this long.
-const SHOW_AFTER: Duration = Duration::from_secs(1);
 /// A reply still streaming this long after it became worth showing is shown live.
 const GRACE: Duration = Duration::from_millis(150);
 
@@ -83,13 +82,10 @@ fn id(turn: i64, reply: u32, k: i64) -> WriteId {
     WriteId { turn, seq: LIVE + i64::from(reply) * PER_REPLY + k }
 }
 
-/// Whether streamed text is worth showing yet: never a prefix of `[no reply]`.
-fn worth_showing(text: &str, since: Instant) -> bool {
+/// Whether streamed text is worth showing: never a prefix of `[no reply]`.
+fn worth_showing(text: &str) -> bool {
     let t = text.trim();
-    if t.is_empty() || strings::NO_REPLY.starts_with(t) || t.starts_with(strings::NO_REPLY) {
-        return false;
-    }
-    t.contains(['.', '!', '?', '\n']) || since.elapsed() >= SHOW_AFTER
+    !(t.is_empty() || strings::NO_REPLY.starts_with(t) || t.starts_with(strings::NO_REPLY))
 }
 
 impl<'a> Live<'a> {
@@ -124,7 +120,6 @@ impl<'a> Live<'a> {
     pub async fn follow(&self, reply: u32, mut text: watch::Receiver<String>, done: &Notify) {
         self.set_shown(Shown::default());
         *self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reply);
-        let started = Instant::now();
         let mut last_write: Option<Instant> = None;
         loop {
             let due = last_write.map(|t| t + self.interval);
@@ -139,10 +134,13 @@ impl<'a> Live<'a> {
             }
             let now_text = text.borrow().clone();
             let mut shown = self.shown();
-            let part = parts(&now_text).first().copied().unwrap_or("").to_owned();
-            if part == shown.text || !worth_showing(&part, started) {
+            let part = parts(&now_text).first().copied().unwrap_or("");
+            // Never a broken snapshot: cut at a safe place, open markup closed.
+            let Some((cut, closer)) = render::snapshot(part, shown.message.is_none()) else { continue };
+            if cut == shown.text || !worth_showing(cut) {
                 continue;
             }
+            let snapshot = format!("{cut}{closer}");
             if shown.message.is_none() {
                 // A reply that is complete a moment later goes out whole, not live and edited.
                 tokio::select! {
@@ -153,11 +151,11 @@ impl<'a> Live<'a> {
             }
             let thread = self.scope.thread.as_deref();
             let result = match &shown.message {
-                None => match render::live(&part, self.scope.relation(), None) {
+                None => match render::live(&snapshot, self.scope.relation(), None) {
                     Ok(c) => self.outbox.send_live(&self.write(reply, 0), &c, thread).await.map(|(m, _)| Some(m)),
                     Err(_) => continue,
                 },
-                Some(message) => match render::live(&part, self.scope.relation(), Some(message)) {
+                Some(message) => match render::live(&snapshot, self.scope.relation(), Some(message)) {
                     Ok(c) => self.outbox.edit_live(&self.write(reply, shown.writes), message, &c).await.map(|()| None),
                     Err(_) => continue,
                 },
@@ -168,7 +166,7 @@ impl<'a> Live<'a> {
                         shown.message = Some(m);
                     }
                     shown.writes += 1;
-                    shown.text = part;
+                    shown.text = cut.to_owned();
                     last_write = Some(Instant::now());
                     self.set_shown(shown);
                 }

@@ -23,7 +23,14 @@ fn is_edit(m: &Value) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_answer_is_shown_live_edited_at_the_pace_and_finished_without_the_marker() {
     let env = Env::start().await;
-    let pieces: Vec<String> = (0..40).map(|i| format!("word{i}{}", if i % 10 == 9 { ". " } else { " " })).collect();
+    // A bold sentence every three words: the first is shown as soon as it is complete,
+    // and a snapshot taken inside a sentence (two times in three) closes its bold.
+    let piece = |i: usize| match i % 3 {
+        0 => format!("**word{i} "),
+        1 => format!("word{i} "),
+        _ => format!("word{i}**. "),
+    };
+    let pieces: Vec<String> = (0..40).map(piece).collect();
     let whole: String = pieces.concat().trim().to_owned();
     env.llm.script([Step::Pieces(pieces, Duration::from_millis(200))]);
     let dm = env.dm().await;
@@ -40,6 +47,12 @@ async fn a_streamed_answer_is_shown_live_edited_at_the_pace_and_finished_without
     let times: Vec<i64> =
         std::iter::once(first).chain(edits.iter().copied()).filter_map(|m| m["origin_server_ts"].as_i64()).collect();
     assert!(times.windows(2).all(|w| w[1] - w[0] >= 2_450), "writes to one message 2.5 s apart: {times:?}");
+    let snapshots: Vec<&str> = std::iter::once(&first["content"]["body"])
+        .chain(edits.iter().filter(|e| live(e)).map(|e| &e["content"]["m.new_content"]["body"]))
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(snapshots[0].ends_with("**."), "the first snapshot is a whole sentence: {snapshots:?}");
+    assert!(snapshots.iter().all(|s| s.matches("**").count() % 2 == 0), "bold closed in every snapshot: {snapshots:?}");
     let last = edits.last().expect("a final edit");
     assert!(!live(last), "the final edit has no live marker");
     assert_eq!(last["content"]["m.new_content"]["body"], whole.as_str(), "the whole answer, exactly");
