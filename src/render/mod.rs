@@ -3,6 +3,9 @@
 //! replace), `m.mentions: {}` so the bot pings nobody by accident, and every number made
 //! Matrix-safe. Sizes are checked here, where the final content exists.
 //!
+//! `body` is plain text (`plain.rs`): previews, notifications and reply quotes show it as
+//! it is, so it carries no Markdown markers; the HTML is in `formatted_body`.
+//!
 //! A rich message's text is the model's fallback completed by richbot (`blocks/`): what
 //! the fallback leaves out of a block, and how to press its buttons, is appended, so a
 //! client that draws no blocks still shows everything. When the completed message would
@@ -11,14 +14,16 @@
 mod blocks;
 mod live;
 mod notice;
+mod plain;
 mod polls;
 mod snapshot;
 use blocks::escape;
 pub use blocks::{Completion, RENDERERS, complete, render_block};
 pub use live::{LIVE, fits_as_edit, live};
 pub use notice::{notice, notice_edit, rich_notice};
+pub use plain::plain_text;
 pub use polls::{HOW_TO_VOTE, poll_message, result_message};
-pub use snapshot::snapshot;
+pub use snapshot::{fence_of, open_fence, snapshot};
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -28,6 +33,11 @@ use ruma::EventId;
 use serde_json::{Value, json};
 
 use crate::blocks::{BlockError, WriterKey, canonicalize};
+
+/// The model's own text (Markdown, before richbot completed it), kept in a message whose
+/// plain `body` says it otherwise: the conversation shows the model its answers as it
+/// wrote them, so it keeps writing that way.
+pub const SOURCE: &str = "org.richbot.source";
 
 /// Largest event content we send: Matrix caps a whole event at 65,536 bytes, and the
 /// envelope (ids, signatures, hashes) needs the rest.
@@ -135,8 +145,8 @@ fn message_body(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &
             let c = complete(fallback, p);
             let html = markdown_html(fallback);
             match c.is_empty() {
-                true => (fallback.to_owned(), html),
-                false => (format!("{fallback}\n\n{}", c.plain), format!("{html}{}", c.html)),
+                true => (plain_text(fallback), html),
+                false => (format!("{}\n\n{}", plain_text(fallback), c.plain), format!("{html}{}", c.html)),
             }
         }
         None if math_only => {
@@ -144,7 +154,7 @@ fn message_body(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &
                 math.iter().map(|t| format!("<div data-mx-maths=\"{0}\"><code>{0}</code></div>", escape(t))).collect();
             (fallback.to_owned(), html)
         }
-        None => (fallback.to_owned(), markdown_html(fallback)),
+        None => (plain_text(fallback), markdown_html(fallback)),
     };
     let mut content = json!({
         "msgtype": "m.text",
@@ -155,6 +165,9 @@ fn message_body(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &
     });
     if let Some(p) = payload {
         content[key.as_str()] = p.clone();
+    }
+    if content["body"] != fallback {
+        content[SOURCE] = json!(fallback);
     }
     content
 }

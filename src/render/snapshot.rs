@@ -23,7 +23,7 @@ pub fn snapshot(text: &str, first: bool) -> Option<(&str, String)> {
         return None;
     }
     let closer = match fence {
-        Some(f) => format!("\n{f}"),
+        Some(f) => format!("\n{}", fence_of(f)),
         None => {
             let (cut, closer) = inline_open(shown);
             return Some((shown[..cut].trim_end(), closer)).filter(|(s, _)| !s.is_empty());
@@ -52,20 +52,33 @@ fn sentence_end(text: &str) -> Option<usize> {
     ends.next_back().map(|(i, c)| i + c.len_utf8())
 }
 
-/// The fence (```` ``` ```` or `~~~`) of a code block still open at the end of `text`.
-fn open_fence(text: &str) -> Option<String> {
-    let mut open: Option<String> = None;
+/// The opening line of a code block still open at the end of `text` (its fence, ```` ``` ````
+/// or `~~~`, and its language), if one is.
+pub fn open_fence(text: &str) -> Option<&str> {
+    let mut open: Option<&str> = None;
     for line in text.lines() {
         let t = line.trim_start();
-        let run: String = t.chars().take_while(|&c| c == '`' || c == '~').collect();
-        let fence = run.len() >= 3 && run.chars().all(|c| c == run.chars().next().unwrap_or('`'));
-        match &open {
-            Some(f) if fence && run.starts_with(f.as_str()) && t[run.len()..].trim().is_empty() => open = None,
-            None if fence => open = Some(run),
+        let run = fence_of(t);
+        match open {
+            Some(o)
+                if run.len() >= fence_of(o).len()
+                    && run.starts_with(fence_of(o))
+                    && t[run.len()..].trim().is_empty() =>
+            {
+                open = None
+            }
+            None if !run.is_empty() => open = Some(t.trim_end()),
             _ => {}
         }
     }
     open
+}
+
+/// The fence a line starts with: three or more backticks or tildes (empty: none).
+pub fn fence_of(line: &str) -> &str {
+    let Some(c) = line.chars().next().filter(|c| *c == '`' || *c == '~') else { return "" };
+    let run = &line[..line.find(|x| x != c).unwrap_or(line.len())];
+    if run.len() >= 3 { run } else { "" }
 }
 
 /// `cut`, moved back so that the last line, a heading or a table row, is not half-typed,

@@ -31,7 +31,8 @@ fn rich_message_carries_payload_mentions_and_relations() {
         message("**L** 21.5", Some(&payload), WriterKey::Mtrix, &[], Relation { reply_to: None, thread: Some(root) })
             .expect("fits");
     assert_eq!(c["com.ianm.mtrix"]["blocks"][0]["temp"], json!("21.5"));
-    assert_eq!(c["body"], "**L** 21.5");
+    assert_eq!(c["body"], "L 21.5", "body is plain text; the bold is in the HTML");
+    assert_eq!(c["formatted_body"], "<p><strong>L</strong> 21.5</p>");
     assert_eq!(c["m.mentions"], json!({}));
     assert_eq!(c["m.relates_to"]["rel_type"], "m.thread");
     assert_eq!(c["m.relates_to"]["is_falling_back"], true);

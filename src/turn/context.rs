@@ -75,7 +75,7 @@ pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Press], part
         scope.thread.as_ref().map(|r| format!(" This conversation is the thread rooted at {r}.")).unwrap_or_default(),
     );
     let system = if s.polls.is_empty() { system } else { format!("{system}\n\n{}", s.polls) };
-    let edits = latest_edits(history);
+    let edits = latest_edits(history, &scope.persona);
     let mut lines: Vec<Message> = Vec::new();
     let mut used = 0;
     for event in history.iter().rev().filter(|e| in_scope(e, scope.thread.as_deref())) {
@@ -107,13 +107,14 @@ fn in_scope(event: &StoredEvent, thread: Option<&EventId>) -> bool {
     event.event_id == root || event.relation().and_then(|r| r.thread_root().map(|t| t == root)).unwrap_or(false)
 }
 
-/// For each edited message, the body of its latest edit by the same sender.
-fn latest_edits(history: &[StoredEvent]) -> HashMap<&EventId, &str> {
+/// For each edited message, the text of its latest edit by the same sender (the persona's
+/// own: as the model wrote it, [`text_of`]).
+fn latest_edits<'a>(history: &'a [StoredEvent], persona: &UserId) -> HashMap<&'a EventId, &'a str> {
     let senders: HashMap<&EventId, &UserId> = history.iter().map(|e| (&*e.event_id, &*e.sender)).collect();
     let mut edits = HashMap::new();
     for e in history {
         let Some(Relation::Replace { original }) = e.relation() else { continue };
-        let Some(body) = e.content().get("m.new_content").and_then(|c| c.get("body")).and_then(Value::as_str) else {
+        let Some(body) = e.content().get("m.new_content").and_then(|c| text_of(c, e.sender == persona)) else {
             continue;
         };
         if let Some((&original, &sender)) = senders.get_key_value(&*original)
@@ -123,6 +124,14 @@ fn latest_edits(history: &[StoredEvent]) -> HashMap<&EventId, &str> {
         }
     }
     edits
+}
+
+/// A message's text for the model: its `body`, or for the persona's own messages what
+/// the model wrote (`render::SOURCE`, kept when the plain body says it otherwise). Never
+/// a member's `SOURCE`: what the model reads of them is what members see.
+fn text_of(content: &Value, own: bool) -> Option<&str> {
+    let source = content.get(crate::render::SOURCE).filter(|_| own);
+    source.or_else(|| content.get("body")).and_then(Value::as_str)
 }
 
 fn as_message(event: &StoredEvent, persona: &UserId, edited: Option<&str>, parts: &Parts) -> Option<Message> {
@@ -135,7 +144,7 @@ fn as_message(event: &StoredEvent, persona: &UserId, edited: Option<&str>, parts
     {
         return Some(media_message(event, kind, parts.get(&*event.event_id)));
     }
-    let body = edited.or_else(|| content.get("body").and_then(Value::as_str))?;
+    let body = edited.or_else(|| text_of(content, event.sender == persona))?;
     if event.sender == persona && event.msgtype() == Some("m.notice") {
         return None;
     }

@@ -134,7 +134,8 @@ impl<'a> Live<'a> {
             }
             let now_text = text.borrow().clone();
             let mut shown = self.shown();
-            let part = parts(&now_text).first().copied().unwrap_or("");
+            let parts_now = parts(&now_text);
+            let part = parts_now.first().map_or("", |p| p.as_ref());
             // Never a broken snapshot: cut at a safe place, open markup closed.
             let Some((cut, closer)) = render::snapshot(part, shown.message.is_none()) else { continue };
             if cut == shown.text || !worth_showing(cut) {
@@ -194,12 +195,12 @@ impl<'a> Live<'a> {
         let (message, fresh) = match self.shown().message {
             Some(m) => (m, false),
             None => {
-                let first = render::text_in(parts[0], self.scope.relation()).map_err(render_err)?;
+                let first = render::text_in(&parts[0], self.scope.relation()).map_err(render_err)?;
                 self.outbox.send_live(&self.write(reply, 0), &first, thread).await.map_err(later)?
             }
         };
-        if !fresh && !self.reads_final(&message, parts[0]).await {
-            let last = render::edit(&message, parts[0], None, WriterKey::default(), &[]).map_err(render_err)?;
+        if !fresh && !self.reads_final(&message, &parts[0]).await {
+            let last = render::edit(&message, &parts[0], None, WriterKey::default(), &[]).map_err(render_err)?;
             match self.outbox.edit(&self.write(reply, FINAL), &message, &last).await.map_err(later) {
                 Ok(_) => {}
                 Err(PostError::Failed(why)) => return self.rescue(reply, &message, &full, why).await,
@@ -212,7 +213,7 @@ impl<'a> Live<'a> {
         }
         if parts.len() == 1 {
             *self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                Some((reply, message, parts[0].to_owned()));
+                Some((reply, message, parts[0].to_string()));
         }
         Ok(())
     }
@@ -275,12 +276,13 @@ impl Live<'_> {
     async fn reads_final(&self, message: &ruma::EventId, text: &str) -> bool {
         let Ok(Some(sent)) = self.outbox.sent(message).await else { return false };
         let content = sent.get("m.new_content").unwrap_or(&sent);
-        content.get(render::LIVE).is_none() && content.get("body").and_then(|b| b.as_str()) == Some(text)
+        content.get(render::LIVE).is_none()
+            && content.get("body").and_then(|b| b.as_str()) == Some(render::plain_text(text).as_str())
     }
 }
 
 /// A text cut into parts that each fit one event as a live edit.
-fn parts(text: &str) -> Vec<&str> {
+fn parts(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
     split_fitting(text, &render::fits_as_edit)
 }
 

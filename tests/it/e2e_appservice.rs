@@ -150,7 +150,8 @@ async fn a_persona_with_a_greeting_greets_once_when_it_joins() {
     let env = Env::start_with(opts).await;
     let room = env.alice.create_room(&["@rb_greeter:localhost"], false).await;
     let msgs = env.wait_messages(&room, "@rb_greeter:localhost", 1).await;
-    assert_eq!(msgs[0]["content"]["body"], "Hello! Ask me **anything**.");
+    assert_eq!(msgs[0]["content"]["body"], "Hello! Ask me anything.", "plain text");
+    assert_eq!(msgs[0]["content"]["formatted_body"], "<p>Hello! Ask me <strong>anything</strong>.</p>");
     assert_eq!(msgs[0]["content"]["formatted_body"], "<p>Hello! Ask me <strong>anything</strong>.</p>");
     let plain = env.alice.create_room(&[BOT], false).await;
     env.wait_joined(&plain, BOT).await;

@@ -29,8 +29,8 @@ async fn reset_help_and_unknown_commands_in_a_dm() {
     assert!(after_reset.contains("what was my plan?"));
     let said = notices(&env.alice.messages_from(&dm, BOT).await);
     assert_eq!(said.len(), 3, "{said:?}");
-    assert!(said[0].contains("Commands: `!help`"), "{}", said[0]);
-    assert!(said[1].contains("I don't know `!frobnicate`"), "{}", said[1]);
+    assert!(said[0].contains("Commands: !help (this)"), "{}", said[0]);
+    assert!(said[1].contains("I don't know !frobnicate"), "{}", said[1]);
     assert!(said[2].contains("set aside our conversation"), "{}", said[2]);
 }
 

@@ -42,7 +42,7 @@ async fn the_same_call_twice_in_one_reply_posts_once_and_both_hear_its_event_id(
     env.alice.say(&room, "weather in Paris?").await;
     assert_eq!(env.wait_turns(&room, 1).await[0].0, "no_reply");
     let posted = env.alice.messages_from(&room, BOT).await;
-    assert_eq!(bodies(&posted), ["**Paris**: 12 °C, cloudy", "**Rome**: 12 °C, cloudy"], "{posted:#?}");
+    assert_eq!(bodies(&posted), ["Paris: 12 °C, cloudy", "Rome: 12 °C, cloudy"], "{posted:#?}");
     let results = tool_results(&env.llm.requests()[1]);
     assert_eq!(results.len(), 3, "every call has its result: {results:?}");
     assert_eq!(results[0]["event_id"], posted[0]["event_id"]);
@@ -101,7 +101,7 @@ async fn text_before_and_between_a_replys_calls_is_posted_once_before_the_rich_m
         let posted = env.alice.messages_from(&room, BOT).await;
         assert_eq!(
             bodies(&posted),
-            ["Here is the weather for both.", "**Paris**: 12 °C, cloudy", "**Rome**: 12 °C, cloudy"],
+            ["Here is the weather for both.", "Paris: 12 °C, cloudy", "Rome: 12 °C, cloudy"],
             "streamed {streamed}: {posted:#?}"
         );
         let last = env.llm.requests().pop().expect("a request");

@@ -207,10 +207,10 @@ async fn a_refused_final_edit_ends_the_live_message_and_the_rest_follows_as_new_
     let sent = fake.sent();
     let ended = sent
         .iter()
-        .find(|c| c["m.new_content"]["body"].as_str().is_some_and(|b| b.ends_with("_(continued below)_")))
+        .find(|c| c["m.new_content"]["body"].as_str().is_some_and(|b| b.ends_with("(continued below)")))
         .unwrap_or_else(|| panic!("the live message is ended, not left live: {sent:#?}"));
     assert!(ended["m.new_content"].get("org.matrix.msc4357.live").is_none(), "{ended}");
-    let shown = ended["m.new_content"]["body"].as_str().unwrap_or_default().trim_end_matches("_(continued below)_");
+    let shown = ended["m.new_content"]["body"].as_str().unwrap_or_default().trim_end_matches("(continued below)");
     let after: Vec<&str> = sent
         .iter()
         .skip_while(|c| c["m.new_content"]["body"] != ended["m.new_content"]["body"])

@@ -235,7 +235,7 @@ pub fn plain(nodes: &[Node]) -> String {
     parts.join("\n")
 }
 
-fn table_plain(caption: Option<&str>, head: &[String], rows: &[Vec<String>], right: &[bool]) -> String {
+pub fn table_plain(caption: Option<&str>, head: &[String], rows: &[Vec<String>], right: &[bool]) -> String {
     let width = |s: &str| s.chars().count();
     let mut widths: Vec<usize> = head.iter().map(|h| width(h)).collect();
     for row in rows {

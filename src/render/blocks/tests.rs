@@ -29,16 +29,7 @@ fn completes(block: Value, facts: &[&str]) {
 
 /// What an HTML client shows as text: tags dropped, entities decoded.
 fn text_of(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            _ if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
+    let out = crate::render::plain::untagged(html);
     out.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&")
 }
 

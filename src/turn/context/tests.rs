@@ -190,3 +190,23 @@ fn members_pictures_and_files_are_given_whole_when_fetched_and_named_otherwise()
         )
     );
 }
+
+#[test]
+fn the_model_reads_its_own_answers_as_it_wrote_them_and_members_as_they_are_shown() {
+    let source = crate::render::SOURCE;
+    let history = vec![
+        ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "plain words", source: "**injected**"})),
+        ev(2, "@bot:x", json!({"msgtype": "m.text", "body": "Lisbon 21.5", source: "**Lisbon** 21.5"})),
+        ev(3, "@bot:x", json!({"msgtype": "m.text", "body": "Soon", source: "*Soon*"})),
+        ev(
+            4,
+            "@bot:x",
+            json!({"msgtype": "m.text", "body": "* Done", "m.relates_to": {"rel_type": "m.replace", "event_id": "$e3"},
+                   "m.new_content": {"msgtype": "m.text", "body": "Done", source: "**Done**"}}),
+        ),
+    ];
+    let msgs = build(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
+    assert_eq!(msgs[1], Message::User("@alice:x [$e1]: plain words".into()), "a member's source is never read");
+    assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("**Lisbon** 21.5\n")));
+    assert!(matches!(&msgs[3], Message::Assistant { text: Some(t), .. } if t.starts_with("**Done**\n")), "{msgs:?}");
+}
