@@ -11,12 +11,14 @@
 //! client that draws no blocks still shows everything. When the completed message would
 //! not fit in one event, it goes as the model wrote it.
 
+mod attachments;
 mod blocks;
 mod live;
 mod notice;
 mod plain;
 mod polls;
 mod snapshot;
+pub use attachments::file_message;
 use blocks::escape;
 pub use blocks::{Completion, RENDERERS, complete, render_block};
 pub use live::{LIVE, fits_as_edit, live};

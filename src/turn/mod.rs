@@ -22,6 +22,7 @@
 //! so its writes reuse their transaction ids and nothing is posted twice.
 
 mod approve;
+mod attachments;
 mod clock;
 mod close;
 pub mod context;

@@ -230,6 +230,7 @@ impl Runner<'_> {
                 let write = Write { id, room: &room, persona: &scope.persona };
                 let event_id = self.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
                 self.record_buttons(&room, &event_id, &payload).await?;
+                self.post_files(&room, thread, &payload).await?;
                 Ok(json!({"event_id": event_id}))
             }
             RichCall::Edit { event_id, payload, fallback, room } => {

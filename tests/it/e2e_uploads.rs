@@ -76,7 +76,6 @@ async fn a_tools_image_and_a_made_file_are_uploaded_and_shown_and_a_foreign_mxc_
         text("[no reply]")
     });
     env.alice.say(&room, "chart it please").await;
-    let sent = env.wait_messages(&room, BOT, 1).await;
     env.wait_turns(&room, 1).await;
 
     // The tool ran once; the model read its image's URL, and was refused the guessed one.
@@ -89,8 +88,10 @@ async fn a_tools_image_and_a_made_file_are_uploaded_and_shown_and_a_foreign_mxc_
     assert_eq!(refused["code"], "media_not_allowed", "{refused}");
     assert_eq!(refused["path"], "payload.blocks[0].image");
 
-    // One message, its gallery and file all uploads of the persona's.
-    assert_eq!(sent.len(), 1, "the refused call posted nothing: {sent:#?}");
+    // One message, its gallery and file all uploads of the persona's; then the file as a
+    // message of its own, which any client offers for download.
+    let sent = env.wait_messages(&room, BOT, 2).await;
+    assert_eq!(sent.len(), 2, "the refused call posted nothing: {sent:#?}");
     let payload = richbot::blocks::read_payload(&sent[0]["content"]).expect("blocks");
     let images = payload["blocks"][0]["images"].as_array().expect("a gallery").clone();
     let chart = images[0]["url"].as_str().expect("url");
@@ -106,6 +107,10 @@ async fn a_tools_image_and_a_made_file_are_uploaded_and_shown_and_a_foreign_mxc_
     assert!(mime.starts_with("text/csv"), "{mime}");
     assert_eq!((file["size"].as_u64(), file["mimetype"].as_str()), (Some(CSV.len() as u64), Some("text/csv")));
     assert!(file["url"].as_str().is_some_and(|u| u.starts_with("mxc://localhost/")));
+    let offered = &sent[1]["content"];
+    assert_eq!(offered["msgtype"], "m.file", "{sent:#?}");
+    assert_eq!((offered["body"].as_str(), offered["url"].as_str()), (Some("temps.csv"), file["url"].as_str()));
+    assert_eq!(offered["info"], json!({"size": CSV.len(), "mimetype": "text/csv"}));
 }
 
 #[tokio::test]
