@@ -201,6 +201,7 @@ pub fn room_policy(settings: &Settings) -> room::Policy {
         leave_encrypted: bot.encrypted_rooms == crate::config::EncryptedRooms::Leave,
         rooms_per_inviter: l.rooms_per_inviter,
         rooms_total: l.rooms_total,
+        coalesce_ms: bot.coalesce_ms,
     }
 }
 

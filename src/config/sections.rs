@@ -129,6 +129,10 @@ pub struct Bot {
     /// Least time between two writes (send, edits) to one message.
     #[serde(default = "default_edit_interval")]
     pub edit_interval_ms: u64,
+    /// A member's picture or file waits this long for their next words (Element sends the
+    /// question as a second message), so both are one turn; 0: no wait.
+    #[serde(default = "default_coalesce")]
+    pub coalesce_ms: u64,
     /// Characters of room history given to the model.
     #[serde(default = "default_history")]
     pub history_chars: usize,
@@ -204,6 +208,10 @@ fn default_max_body() -> usize {
 fn default_history_days() -> u64 {
     30
 }
+fn default_coalesce() -> u64 {
+    3_000
+}
+
 fn default_delivery_deadline() -> u64 {
     3600
 }
@@ -267,6 +275,7 @@ impl Default for Bot {
             max_parallel_rooms: default_parallel(),
             staleness_secs: default_staleness(),
             edit_interval_ms: default_edit_interval(),
+            coalesce_ms: default_coalesce(),
             history_chars: default_history(),
             group_requires_mention: true,
             encrypted_rooms: EncryptedRooms::default(),

@@ -28,6 +28,8 @@ pub struct Policy {
     /// Rooms joined on one member's invites, and in all, at most.
     pub rooms_per_inviter: u64,
     pub rooms_total: u64,
+    /// How long a picture or file waits for its sender's words (`bot.coalesce_ms`).
+    pub coalesce_ms: u64,
 }
 
 /// Turn rate limits (`limits.turns_per_*`, `loop_cooldown_secs`, `exempt`).
@@ -154,6 +156,24 @@ impl Triage {
 }
 
 impl Triage {
+    /// The button presses among a resumed turn's events, triaged again.
+    pub async fn presses_of(
+        &self,
+        turn: &store::TurnRow,
+        events: &[StoredEvent],
+    ) -> Result<Vec<crate::turn::Press>, store::Error> {
+        let mut out = Vec::new();
+        for e in events {
+            if let Some((p, t)) = self.trigger_of(e).await?
+                && p.user_id == turn.persona
+                && let Some(press) = t.press()
+            {
+                out.push(press);
+            }
+        }
+        Ok(out)
+    }
+
     /// The open poll a text may vote on, and whether by an answer's words: the one the
     /// text replies to (the poll or its message); in a DM, for a bare number, the newest
     /// among the persona's `recent` messages.

@@ -16,6 +16,7 @@
 //! - `decrypt`: encrypted events made clear (or set aside for their key) before the rest
 //!   of a step sees them.
 //! - `leases`: several instances on one PostgreSQL: a room is handled by one at a time.
+//! - `coalesce`: a picture or file waits a moment for its sender's words, one turn.
 //! - `strikes`: a room whose steps keep failing is stepped one event at a time, and the
 //!   event that keeps failing is given up.
 //!
@@ -23,6 +24,7 @@
 
 mod admission;
 mod command;
+mod coalesce;
 mod commands;
 mod decrypt;
 mod facts;
@@ -106,14 +108,16 @@ impl Deps {
         policy: Policy,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let r = &policy.rates;
+        let (r, coalesce_ms) = (&policy.rates, policy.coalesce_ms);
         let limiter =
             limiter::Limiter::new(r.per_room_per_minute, r.per_asker_per_minute, r.cooldown_secs, r.exempt.clone());
         let triage = facts::Triage::new(store.clone(), personas.clone(), policy.clone());
         let commands = commands::Commands::new(store.clone(), matrix.clone(), personas.clone());
         let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
         let parts = (triage, membership, commands);
-        Self { worker: worker::Worker::new(store, parts, turns, limiter, metrics), leases: None }
+        let mut worker = worker::Worker::new(store, parts, turns, limiter, metrics);
+        worker.coalesce = coalesce::Coalesce::new(coalesce_ms);
+        Self { worker, leases: None }
     }
 
     /// Decrypts encrypted rooms' events with `crypto` (else a persona says it cannot
@@ -137,6 +141,7 @@ impl Deps {
     /// Runs the scheduler until `stop` (then running turns get its grace) or the task is
     /// dropped: takes rooms from `queue`, at most `cap` at once.
     pub async fn run(self, queue: Arc<RoomQueue>, cap: usize, stop: scheduler::Stop) {
+        self.worker.coalesce.wake_through(queue.clone());
         scheduler::run(Arc::new(self.worker), queue, cap, stop, self.leases).await;
     }
 }

@@ -9,7 +9,8 @@
 //!    a vote on a poll is kept; what starts nothing is marked processed.
 //! 3. Questions that arrived too late (an outage) are not answered; the room is told once
 //!    per outage to ask again.
-//! 4. The first batch (one persona, one asker: a turn always answers one person) passes
+//! 4. The first batch (one persona, one asker: a turn always answers one person), unless
+//!    it is pictures that wait for their words (`coalesce`), passes
 //!    the rate limits (`limiter`): a cooling room or asker gets nothing, a bucket that runs
 //!    dry gets one notice. Then it is claimed by a turn (or a `!usage` notice) and run.
 //!    Other batches stay pending for the next step.
@@ -32,7 +33,7 @@ use crate::clock::now_ms;
 use crate::matrix;
 use crate::metrics::Metrics;
 use crate::personas::{self, Persona};
-use crate::store::{Store, StoredEvent, TurnRow};
+use crate::store::{Store, StoredEvent};
 use crate::strings;
 use crate::turn::{Outcome, Press, Turns};
 
@@ -57,6 +58,8 @@ pub struct Worker {
     /// Encrypted events made clear (when encryption is on).
     pub(super) decrypter: Option<super::decrypt::Decrypter>,
     strikes: Strikes,
+    /// Pictures wait a moment for their words (`coalesce`).
+    pub(super) coalesce: super::coalesce::Coalesce,
 }
 
 /// An event that starts a turn, with its persona and reason.
@@ -84,6 +87,7 @@ impl Worker {
             shared: false,
             decrypter: None,
             strikes: Strikes::default(),
+            coalesce: Default::default(),
         }
     }
 
@@ -147,7 +151,7 @@ impl Worker {
             match self.store.unfinished_turn(room).await? {
                 Some((turn, events)) => {
                     tracing::info!(turn = turn.id, %room, "resuming a turn cut short");
-                    let presses = self.presses_of(&turn, &events).await?;
+                    let presses = self.triage.presses_of(&turn, &events).await?;
                     self.turns.run(&turn, &events, &presses).await?;
                     return Ok(true);
                 }
@@ -216,6 +220,9 @@ impl Worker {
             return Ok(!started.is_empty());
         }
         let Some(batch) = first_batch(&started) else { return Ok(false) };
+        if self.coalesce.waits(room, batch.iter().map(|(e, _, _)| *e), now_ms()) {
+            return Ok(false);
+        }
         let more = started.len() > batch.len();
         lock(&self.told_away).remove(room);
         let (first, persona, trigger) = batch[0];
@@ -262,20 +269,6 @@ impl Worker {
             }
             other => other,
         }
-    }
-
-    /// The button presses among a resumed turn's events, triaged again.
-    async fn presses_of(&self, turn: &TurnRow, events: &[StoredEvent]) -> Result<Vec<Press>, Error> {
-        let mut out = Vec::new();
-        for e in events {
-            if let Some((p, t)) = self.triage.trigger_of(e).await?
-                && p.user_id == turn.persona
-                && let Some(press) = t.press()
-            {
-                out.push(press);
-            }
-        }
-        Ok(out)
     }
 }
 

@@ -48,7 +48,9 @@ async fn a_turn_killed_after_posting_is_resumed_without_posting_twice() {
         posted[0]["event_id"],
         "the replayed send found the first post"
     );
-    assert_eq!(env.alice.messages_from(&room, BOT).await.len(), 1, "posted once");
+    let ours = env.alice.messages_from(&room, BOT).await;
+    let kinds: Vec<&str> = ours.iter().filter_map(|m| m["content"]["msgtype"].as_str()).collect();
+    assert_eq!(kinds, ["m.text", "m.file"], "posted once, the message and its file: {ours:#?}");
     let store = env.store().await;
     assert_eq!(store.uploads_in_turn(1).await.expect("uploads"), 1, "the file was uploaded once");
     let payload = richbot::blocks::read_payload(&posted[0]["content"]).expect("blocks");

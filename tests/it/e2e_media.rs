@@ -78,6 +78,28 @@ async fn a_picture_reaches_the_model_scaled_down_and_a_text_files_text_as_data()
     ))));
 }
 
+/// Element sends a picture, then the words about it as a second message: one turn, the
+/// picture beside the question.
+#[tokio::test]
+async fn a_picture_then_its_question_a_second_later_are_one_turn() {
+    let env = Env::start().await;
+    let room = env.dm().await;
+    env.llm.script([text("A gradient."), text("You're welcome.")]);
+    send_media(&env.alice, &room, "m.image", (png(64, 64), "image/png", "screen.png"), "screen.png").await;
+    // The member types the question a moment after the picture, as in Element.
+    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
+    env.alice.say(&room, "What is in this picture?").await;
+    env.wait_messages(&room, BOT, 1).await;
+    env.alice.say(&room, "thanks").await;
+    env.wait_messages(&room, BOT, 2).await;
+    assert_eq!(env.llm.requests().len(), 2, "the picture and its question were one turn");
+    let asked = user_messages(&env, 0);
+    let picture = asked.iter().find(|m| m["content"].is_array()).expect("the picture, sent to the model");
+    assert!(picture["content"][1]["image_url"]["url"].as_str().is_some_and(|u| u.starts_with("data:image/")));
+    let last = asked.last().and_then(|m| m["content"].as_str()).expect("the question last");
+    assert!(last.ends_with("What is in this picture?"), "{asked:?}");
+}
+
 #[tokio::test]
 async fn a_persona_whose_model_cannot_see_says_so_once_and_the_model_is_told_what_it_missed() {
     let env = Env::start_with(Options { llm_lines: "vision = false", ..Default::default() }).await;
