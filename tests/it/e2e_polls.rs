@@ -27,6 +27,20 @@ fn listed(request: &Value, question: &str) -> Option<String> {
     Some(line[2..].split_whitespace().next()?.to_owned())
 }
 
+/// The tool results the model was given in `request`.
+fn tool_results(request: Option<&Value>) -> Vec<Value> {
+    let messages = request.and_then(|r| r["messages"].as_array()).into_iter().flatten();
+    messages.filter(|m| m["role"] == "tool").filter_map(|m| serde_json::from_str(m["content"].as_str()?).ok()).collect()
+}
+
+/// How many of `requests` asked about a member's message (not a tool's result).
+fn asked(requests: &[Value]) -> usize {
+    requests
+        .iter()
+        .filter(|r| r["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["role"] == "user"))
+        .count()
+}
+
 fn vote(poll: &str, answer: &str) -> Value {
     json!({"m.relates_to": {"rel_type": "m.reference", "event_id": poll}, "org.matrix.msc3381.poll.response": {"answers": [answer]}})
 }
@@ -112,8 +126,8 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
     env.wait_turns(&room, 2).await;
 
     let requests = env.llm.requests();
-    let asked = requests.iter().find(|r| listed(r, "Lunch?").is_some()).expect("a prompt listing the polls");
-    let system = asked["messages"][0]["content"].as_str().expect("system");
+    let prompt = requests.iter().find(|r| listed(r, "Lunch?").is_some()).expect("a prompt listing the polls");
+    let system = prompt["messages"][0]["content"].as_str().expect("system");
     assert!(
         system.contains(&format!("- {lunch} \"Lunch?\" (open, disclosed): \"Pizza\": 2 (@alice:localhost, @bob:localhost); \"Sushi\": 0. 2 votes")),
         "{system}"
@@ -123,19 +137,8 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
         system.contains("undisclosed): 1 vote so far; its results are for when it ends"),
         "an undisclosed tally waits: {system}"
     );
-    let asked: Vec<&str> = requests
-        .iter()
-        .filter_map(|r| r["messages"].as_array()?.last().filter(|m| m["role"] == "user")?["content"].as_str())
-        .collect();
-    assert_eq!(asked.len(), 2, "bob's vote asked the model nothing: {asked:?}");
-    let results: Vec<Value> = requests
-        .last()
-        .and_then(|r| r["messages"].as_array())
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .filter_map(|m| serde_json::from_str(m["content"].as_str()?).ok())
-        .collect();
+    assert_eq!(asked(&requests), 2, "bob's vote asked the model nothing");
+    let results = tool_results(requests.last());
     assert_eq!(results[0]["code"], "not_owner", "a message that is no poll of its own: {results:?}");
     assert_eq!(results[1]["result"], "Top answer: Pizza (2 votes).", "{results:?}");
     assert_eq!(results[2]["code"], "not_owner", "a poll is not a message to edit: {results:?}");
@@ -197,19 +200,9 @@ async fn in_a_dm_a_bare_number_votes_and_the_result_is_posted_when_the_poll_ends
     env.alice.say(&room, "close it").await;
     env.wait_turns(&room, 2).await;
     let requests = env.llm.requests();
-    let results: Vec<Value> = requests
-        .last()
-        .and_then(|r| r["messages"].as_array())
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .filter_map(|m| serde_json::from_str(m["content"].as_str()?).ok())
-        .collect();
+    let results = tool_results(requests.last());
     assert_eq!(results[0]["result"], "Top answer: Black (1 vote).", "{results:?}");
-    let asked = requests
-        .iter()
-        .filter(|r| r["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["role"] == "user"));
-    assert_eq!(asked.count(), 2, "the number was a vote, not a question");
+    assert_eq!(asked(&requests), 2, "the number was a vote, not a question");
     eventually("the result posted", Duration::from_secs(60), || async {
         let events = env.alice.messages(&room).await;
         let mut posted = events.iter().filter(|e| e["sender"] == BOT).filter_map(|e| e["content"]["body"].as_str());
