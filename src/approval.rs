@@ -116,18 +116,55 @@ impl Approvals {
             };
             let event = &mut events[*i];
             event.processed = true;
-            if event.sender != a.asker || event.room_id != a.room_id {
-                tracing::info!(approval = a.id, sender = %event.sender, "a reaction to an approval notice by someone else; ignored");
-                continue;
-            }
-            let Some(decision) = decision_of_key(key) else { continue };
-            // A reaction sent after the deadline decides nothing, however soon it arrives.
-            if self.store.decide_approval(a.id, decision.as_str(), Some(&event.event_id), event.origin_ts).await? {
-                tracing::info!(approval = a.id, tool = %a.tool, decision = decision.as_str(), "the asker decided");
+            let reaction =
+                Reaction { sender: event.sender.as_str(), room: event.room_id.as_str(), key, id: &event.event_id };
+            if self.settle(a, reaction, event.origin_ts).await? {
                 self.wake(a.id);
             }
         }
         Ok(())
+    }
+
+    /// Decides `a` with one reaction to its notice, if it is the asker's in the approval's
+    /// room and says yes or no; whether it decided.
+    async fn settle(&self, a: &Approval, r: Reaction<'_>, sent_at: i64) -> Result<bool, store::Error> {
+        if r.sender != a.asker.as_str() || r.room != a.room_id.as_str() {
+            tracing::info!(
+                approval = a.id,
+                sender = r.sender,
+                "a reaction to an approval notice by someone else; ignored"
+            );
+            return Ok(false);
+        }
+        let Some(decision) = decision_of_key(r.key) else { return Ok(false) };
+        // A reaction sent after the deadline decides nothing, however soon it arrives.
+        let decided = self.store.decide_approval(a.id, decision.as_str(), Some(r.id), sent_at).await?;
+        if decided {
+            tracing::info!(approval = a.id, tool = %a.tool, decision = decision.as_str(), "the asker decided");
+        }
+        Ok(decided)
+    }
+
+    /// Settles reactions to `a`'s notice that were stored before the notice was known as
+    /// one: a turn cut off between posting its notice and recording it (a crash, a kill)
+    /// records it when resumed, and the asker may have reacted in between; the door took
+    /// such a reaction for an ordinary one.
+    async fn settle_stored(&self, a: &Approval) -> Result<(), store::Error> {
+        let Some(notice) = a.notice_event.as_deref() else { return Ok(()) };
+        let mut settled = Vec::new();
+        for e in self.store.pending_events(&a.room_id).await? {
+            let relation = e.content().get("m.relates_to");
+            if e.event_type != "m.reaction"
+                || relation.and_then(|r| r.get("event_id")).and_then(Value::as_str) != Some(notice.as_str())
+            {
+                continue;
+            }
+            settled.push(e.seq);
+            let key = relation.and_then(|r| r.get("key")).and_then(Value::as_str).unwrap_or_default();
+            let reaction = Reaction { sender: e.sender.as_str(), room: e.room_id.as_str(), key, id: &e.event_id };
+            self.settle(a, reaction, e.origin_ts).await?;
+        }
+        self.store.mark_processed(&settled).await
     }
 
     fn wake(&self, id: i64) {
@@ -144,7 +181,11 @@ impl Approvals {
         self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, notify.clone());
         let _registered = Unregister(self, id);
         loop {
-            let now = self.store.approval(id).await?;
+            let mut now = self.store.approval(id).await?;
+            if let Some(a) = now.as_ref().filter(|a| a.decision.is_none()) {
+                self.settle_stored(a).await?;
+                now = self.store.approval(id).await?;
+            }
             if let Some(d) = now.as_ref().and_then(|a| a.decision.as_deref()).and_then(Decision::parse) {
                 return Ok(d);
             }
@@ -160,6 +201,14 @@ impl Approvals {
             }
         }
     }
+}
+
+/// One reaction to an approval notice: who sent it where, its key and its event.
+struct Reaction<'a> {
+    sender: &'a str,
+    room: &'a str,
+    key: &'a str,
+    id: &'a ruma::EventId,
 }
 
 /// Takes a waiter off the list when its wait ends (or is dropped).

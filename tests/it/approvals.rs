@@ -71,3 +71,27 @@ async fn an_approval_is_spent_by_one_run_and_the_next_ask_is_a_new_attempt() {
     assert_eq!((second.attempt, second.decision.clone(), second.notice_event.clone()), (1, None, None));
     assert_eq!(s.approval(first.id).await.expect("read").expect("kept").decision.as_deref(), Some("allow"));
 }
+
+#[tokio::test]
+async fn a_check_mark_stored_before_its_notice_was_recorded_decides_the_wait() {
+    let (s, _dir) = store().await;
+    let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
+    let now = richbot::clock::now_ms();
+    let turn = s.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
+    let opened = s.open_approval(&crate::support::approval(turn.id, 0, now)).await.expect("open");
+    // The notice went out, richbot was killed before recording it, and the asker's ✅
+    // arrived at the door of the next run before the resumed turn recorded it.
+    let approvals = Approvals::new(s.clone());
+    let mut events = [check_mark("$yes", "$notice", now + 1)];
+    approvals.at_door(&mut events).await.expect("door");
+    assert!(!events[0].processed, "not known as an approval's reaction yet");
+    s.insert_events(&events, now).await.expect("stored");
+    s.set_approval_notice(opened.id, event_id!("$notice")).await.expect("notice");
+    let opened = s.approval(opened.id).await.expect("read").expect("there");
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(30), approvals.wait(&opened)).await;
+    assert_eq!(
+        waited.expect("decided without waiting for the deadline").expect("wait"),
+        richbot::approval::Decision::Allow
+    );
+    assert!(s.pending_events(room).await.expect("pending").is_empty(), "the reaction is settled, no turn of its own");
+}

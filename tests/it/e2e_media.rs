@@ -82,7 +82,10 @@ async fn a_picture_reaches_the_model_scaled_down_and_a_text_files_text_as_data()
 /// picture beside the question.
 #[tokio::test]
 async fn a_picture_then_its_question_a_second_later_are_one_turn() {
-    let env = Env::start().await;
+    // A window far wider than the second between the two messages: on a loaded machine
+    // their delivery can be seconds apart. The question ends the wait, not the window.
+    let extra_toml = "[bot]\ncoalesce_ms = 30000\n".to_owned();
+    let env = Env::start_with(Options { extra_toml, ..Default::default() }).await;
     let room = env.dm().await;
     env.llm.script([text("A gradient."), text("You're welcome.")]);
     send_media(&env.alice, &room, "m.image", (png(64, 64), "image/png", "screen.png"), "screen.png").await;
