@@ -104,6 +104,7 @@ pub mod queue;
 pub mod personas;
 pub mod media;
 pub mod render;
+pub mod chart;
 pub mod blocks;
 pub mod matrix;
 pub mod store;

@@ -47,10 +47,14 @@ impl Channel {
             };
             let room = this.unless_refused(&row, made.await).await?;
             let relation = Relation { reply_to: req.reply_to.as_deref(), thread: req.thread.as_deref() };
+            let pictures = this.pictures(&room, &client.persona).await;
             let content = match &req.content {
                 Content::Text(text) => render::text_in(text, relation),
                 Content::Rich { payload, fallback } => {
-                    render::message(fallback, Some(&payload.to_value()), this.key, &payload.find_math(), relation)
+                    let (value, math) = (payload.to_value(), payload.find_math());
+                    let message =
+                        render::Message { fallback, payload: Some(&value), key: this.key, math: &math, pictures };
+                    render::message(message, relation)
                 }
             };
             let content = this.unless_refused(&row, content.map_err(render_failure)).await?;
@@ -84,7 +88,10 @@ impl Channel {
                 Content::Rich { payload, fallback } => (fallback.as_str(), Some(payload)),
             };
             let math = payload.map(|p| p.find_math()).unwrap_or_default();
-            let content = render::edit(&original, fallback, payload.map(|p| p.to_value()).as_ref(), this.key, &math);
+            let value = payload.map(|p| p.to_value());
+            let pictures = this.pictures(&room, &client.persona).await;
+            let message = render::Message { fallback, payload: value.as_ref(), key: this.key, math: &math, pictures };
+            let content = render::edit(&original, message);
             let content = this.unless_refused(&row, content.map_err(render_failure)).await?;
             let write = Write { id: WriteId::agent(row.id), room: &room, persona: &client.persona };
             let edited = this.outbox.edit(&write, &original, &content).await;
@@ -209,6 +216,15 @@ impl Channel {
     }
 
     /// A fresh call refused before its write leaves no row behind (its key is free again).
+    /// How a message in `room` shows its pictures: inline unless the room is encrypted
+    /// (or its encryption cannot be told), where no picture is shown by a clear URL.
+    async fn pictures(&self, room: &ruma::RoomId, persona: &ruma::UserId) -> render::Pictures<'static> {
+        match self.outbox.encrypted(room, persona).await {
+            Ok(false) => render::Pictures::inline(&[]),
+            _ => render::Pictures::default(),
+        }
+    }
+
     async fn unless_refused<T>(&self, row: &AgentRequest, result: Result<T, Failure>) -> Result<T, Failure> {
         if result.is_err() && row.fresh {
             self.store.forget_agent_request(row.id).await.map_err(Failure::internal)?;

@@ -10,6 +10,7 @@
 
 mod fetch;
 mod scale;
+mod seal;
 mod text;
 mod upload;
 
@@ -17,8 +18,9 @@ use serde_json::Value;
 
 pub use fetch::Media;
 pub use scale::scale;
+pub use seal::{Secret, seal};
 pub use text::{is_text_like, read_text};
-pub use upload::{Upload, UploadError, decode_data_url, valid_mimetype};
+pub use upload::{Upload, UploadError, Uploaded, decode_data_url, valid_mimetype};
 
 /// `[media]`'s bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,13 +1,18 @@
-//! Uploading what a turn shows (an MCP tool's image, a payload's `data:` URL) to the
-//! media repository as its persona, exactly once: the homeserver reserves the `mxc://`
+//! Uploading what a turn shows (an MCP tool's image, a payload's `data:` URL, a chart) to
+//! the media repository as its persona, exactly once: the homeserver reserves the `mxc://`
 //! URL first, the store records it under the call that asked (`UploadKey`), and only then
 //! are the bytes sent. A resumed turn finds the record and at most fills the same URL
 //! again. Bounded by `[media]`: bytes per upload, uploads per turn.
+//!
+//! An upload for an encrypted room is encrypted first (`seal`), its key and IV recorded
+//! with the URL before a byte goes: the media repository never holds it in the clear, and
+//! a fill made again sends the same ciphertext.
 
 use base64::Engine;
 use ruma::UserId;
 
 use super::Media;
+use super::seal::{Secret, seal};
 use crate::store::{Store, UploadKey};
 
 /// One picture or file to upload.
@@ -17,6 +22,16 @@ pub struct Upload<'a> {
     pub bytes: &'a [u8],
     pub mimetype: &'a str,
     pub name: &'a str,
+    /// For an encrypted room: stored encrypted, its key returned.
+    pub encrypt: bool,
+}
+
+/// A made upload: its `mxc://` URL and, when encrypted, the `file` object (with the URL)
+/// that an encrypted message carries to open it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uploaded {
+    pub mxc: String,
+    pub file: Option<serde_json::Value>,
 }
 
 /// Why an upload did not happen.
@@ -35,12 +50,15 @@ pub enum UploadError {
 }
 
 impl Media {
-    /// The `mxc://` URL of `upload`, made by `persona`: the one recorded for its key if
+    /// The upload `upload` stands for, made by `persona`: the one recorded for its key if
     /// there is one (filled again if it never was), else a new one.
-    pub async fn upload(&self, store: &Store, persona: &UserId, upload: Upload<'_>) -> Result<String, UploadError> {
+    pub async fn upload(&self, store: &Store, persona: &UserId, upload: Upload<'_>) -> Result<Uploaded, UploadError> {
         let stored = |e: crate::store::Error| UploadError::Store(e.to_string());
-        let (mxc, fill) = match store.upload(upload.key).await.map_err(stored)? {
-            Some(row) => (row.mxc, !row.uploaded),
+        let (mxc, fill, file) = match store.upload(upload.key).await.map_err(stored)? {
+            Some(row) => {
+                let file = row.encryption.as_deref().and_then(|e| serde_json::from_str(e).ok());
+                (row.mxc, !row.uploaded, file)
+            }
             None => {
                 let max = self.limits.max_upload_bytes;
                 if upload.bytes.len() > max {
@@ -50,19 +68,39 @@ impl Media {
                 if store.uploads_in_turn(upload.key.turn).await.map_err(stored)? >= per_turn as u64 {
                     return Err(UploadError::TooMany(per_turn));
                 }
+                let file = upload.encrypt.then(|| seal(upload.bytes, &Secret::random()).1);
                 let mxc = self.matrix.create_mxc(persona).await.map_err(matrix_error)?;
                 let now = crate::clock::now_ms();
-                store.reserve_upload(upload.key, persona, &mxc, upload.bytes.len(), now).await.map_err(stored)?;
-                (mxc, true)
+                let encryption = file.as_ref().map(serde_json::Value::to_string);
+                let reserved = (upload.key, persona, mxc.as_str(), upload.bytes.len());
+                store.reserve_upload(reserved, encryption.as_deref(), now).await.map_err(stored)?;
+                // Another run may have recorded it first: what is recorded stands.
+                match store.upload(upload.key).await.map_err(stored)? {
+                    Some(row) => {
+                        let file = row.encryption.as_deref().and_then(|e| serde_json::from_str(e).ok());
+                        (row.mxc, !row.uploaded, file)
+                    }
+                    None => return Err(UploadError::Store("the upload's record vanished".into())),
+                }
             }
         };
+        // The key and IV are the recorded ones; the hash is of these bytes.
+        let sealed = file.as_ref().and_then(Secret::of).map(|secret| seal(upload.bytes, &secret));
         if fill {
-            let mimetype = if valid_mimetype(upload.mimetype) { upload.mimetype } else { "application/octet-stream" };
-            self.matrix.upload_to(&mxc, persona, (upload.bytes, mimetype, upload.name)).await.map_err(matrix_error)?;
+            let clear = if valid_mimetype(upload.mimetype) { upload.mimetype } else { "application/octet-stream" };
+            let (bytes, mimetype) = match &sealed {
+                Some((ciphertext, _)) => (ciphertext.as_slice(), "application/octet-stream"),
+                None => (upload.bytes, clear),
+            };
+            self.matrix.upload_to(&mxc, persona, (bytes, mimetype, upload.name)).await.map_err(matrix_error)?;
             store.upload_done(upload.key).await.map_err(stored)?;
-            tracing::info!(%persona, mxc, bytes = upload.bytes.len(), "uploaded");
+            tracing::info!(%persona, mxc, bytes = upload.bytes.len(), encrypted = sealed.is_some(), "uploaded");
         }
-        Ok(mxc)
+        let file = sealed.map(|(_, mut file)| {
+            file["url"] = serde_json::Value::String(mxc.clone());
+            file
+        });
+        Ok(Uploaded { mxc, file })
     }
 }
 

@@ -17,17 +17,23 @@ impl Outbox {
     /// known to be encrypted while richbot cannot encrypt (encryption off, or the
     /// homeserver found lacking) is `Unencrypted`: a write is never downgraded to clear.
     pub(super) async fn sealer(&self, w: &Write<'_>) -> Result<Option<&Crypto>, Error> {
-        let encrypted = match self.crypto.as_ref() {
-            Some(crypto) => crypto.room_encryption(w.room, w.persona).await.map_err(sealing)?.encrypted(),
-            // Encryption off: what the room's state told the store (its invite, its
-            // `m.room.encryption` event, or a member's encrypted message checked).
-            None => self.store.room_encryption(w.room).await?.encrypted(),
-        };
+        let encrypted = self.encrypted(w.room, w.persona).await?;
         match self.crypto.as_ref() {
             _ if !encrypted => Ok(None),
             Some(crypto) if crypto.active() => Ok(Some(crypto)),
             _ => Err(Error::Unencrypted(w.room.to_string())),
         }
+    }
+
+    /// Whether `room` is encrypted, as `persona` writes to it: what goes with a write there
+    /// (an upload) is encrypted too.
+    pub async fn encrypted(&self, room: &ruma::RoomId, persona: &ruma::UserId) -> Result<bool, Error> {
+        Ok(match self.crypto.as_ref() {
+            Some(crypto) => crypto.room_encryption(room, persona).await.map_err(sealing)?.encrypted(),
+            // Encryption off: what the room's state told the store (its invite, its
+            // `m.room.encryption` event, or a member's encrypted message checked).
+            None => self.store.room_encryption(room).await?.encrypted(),
+        })
     }
 
     /// Sends a write: in an encrypted room, the ciphertext sealed before its first attempt

@@ -6,8 +6,7 @@ use std::sync::LazyLock;
 use ruma::EventId;
 use serde_json::{Value, json};
 
-use super::{Error, Relation, edit, text_in};
-use crate::blocks::WriterKey;
+use super::{Error, Message, Relation, edit, text_in};
 
 /// The longest event id there is (255 bytes), to size an edit before its target is known.
 static LONGEST_ID: LazyLock<ruma::OwnedEventId> = LazyLock::new(|| {
@@ -29,7 +28,7 @@ pub const LIVE: &str = "org.matrix.msc4357.live";
 /// in `m.new_content` as well). `original` makes it an edit of that message.
 pub fn live(markdown: &str, rel: Relation<'_>, original: Option<&EventId>) -> Result<Value, Error> {
     let mut content = match original {
-        Some(original) => edit(original, markdown, None, WriterKey::default(), &[])?,
+        Some(original) => edit(original, Message::text(markdown))?,
         None => text_in(markdown, rel)?,
     };
     content[LIVE] = json!({});
@@ -53,7 +52,7 @@ mod tests {
         let more = live("Hello there", none, Some(original)).expect("fits");
         assert_eq!((more[LIVE].clone(), more["m.new_content"][LIVE].clone()), (json!({}), json!({})));
         assert_eq!(more["m.relates_to"]["rel_type"], "m.replace");
-        let last = edit(original, "Hello there.", None, WriterKey::default(), &[]).expect("fits");
+        let last = edit(original, Message::text("Hello there.")).expect("fits");
         assert!(last.get(LIVE).is_none() && last["m.new_content"].get(LIVE).is_none());
     }
 

@@ -18,9 +18,9 @@ mod notice;
 mod plain;
 mod polls;
 mod snapshot;
-pub use attachments::file_message;
+pub use attachments::{Info, Source, file_message, image_message};
 use blocks::escape;
-pub use blocks::{Completion, RENDERERS, complete, render_block};
+pub use blocks::{Completion, Inline, PICTURE_HEIGHT, Pictures, RENDERERS, complete, render_block};
 pub use live::{LIVE, fits_as_edit, live};
 pub use notice::{notice, notice_edit, rich_notice};
 pub use plain::plain_text;
@@ -133,23 +133,43 @@ pub fn markdown_html(markdown: &str) -> String {
     SANITIZER.clean(&out).to_string().trim_end().to_owned()
 }
 
+/// What a rich message is made of: the model's fallback, its payload (under `key`), the
+/// TeX of its math blocks, and the pictures it shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    pub fallback: &'a str,
+    pub payload: Option<&'a Value>,
+    pub key: WriterKey,
+    pub math: &'a [&'a str],
+    pub pictures: Pictures<'a>,
+}
+
+impl<'a> Message<'a> {
+    /// Text only: no payload.
+    pub fn text(fallback: &'a str) -> Self {
+        Self { fallback, payload: None, key: WriterKey::default(), math: &[], pictures: Pictures::default() }
+    }
+}
+
 /// The body part of a message: `msgtype`, `body`, HTML, mentions, and the payload;
 /// with `completed`, the fallback completed for the payload's blocks.
-fn message_body(fallback: &str, payload: Option<&Value>, key: WriterKey, math: &[&str], completed: bool) -> Value {
+fn message_body(m: Message<'_>, completed: bool) -> Value {
+    let Message { fallback, payload, key, math, pictures } = m;
     let math_only = !math.is_empty() && fallback == math.join("\n\n");
     let (body, html) = match payload.filter(|_| completed) {
         // A math-only message: MSC2191 markup, the TeX itself (and its caption) as the body.
         Some(p) if math_only => {
-            let c = complete("", p);
+            let c = complete("", p, pictures);
             (c.plain, c.html)
         }
         Some(p) => {
-            let c = complete(fallback, p);
+            let c = complete(fallback, p, pictures);
             let html = markdown_html(fallback);
-            match c.is_empty() {
-                true => (plain_text(fallback), html),
-                false => (format!("{}\n\n{}", plain_text(fallback), c.plain), format!("{html}{}", c.html)),
-            }
+            let body = match c.plain.is_empty() {
+                true => plain_text(fallback),
+                false => format!("{}\n\n{}", plain_text(fallback), c.plain),
+            };
+            (body, format!("{html}{}", c.html))
         }
         None if math_only => {
             let html =
@@ -194,16 +214,10 @@ fn fitting(build: impl Fn(bool) -> Value) -> Result<Value, Error> {
     }
 }
 
-/// A new message (rich when `payload` is given).
-pub fn message(
-    fallback: &str,
-    payload: Option<&Value>,
-    key: WriterKey,
-    math: &[&str],
-    rel: Relation<'_>,
-) -> Result<Value, Error> {
+/// A new message (rich when it has a payload).
+pub fn message(m: Message<'_>, rel: Relation<'_>) -> Result<Value, Error> {
     fitting(|completed| {
-        let mut content = message_body(fallback, payload, key, math, completed);
+        let mut content = message_body(m, completed);
         relate(&mut content, rel);
         content
     })
@@ -225,15 +239,9 @@ fn relate(content: &mut Value, rel: Relation<'_>) {
 }
 
 /// An edit (`m.replace`) of `original` to the new fallback and payload.
-pub fn edit(
-    original: &EventId,
-    fallback: &str,
-    payload: Option<&Value>,
-    key: WriterKey,
-    math: &[&str],
-) -> Result<Value, Error> {
+pub fn edit(original: &EventId, m: Message<'_>) -> Result<Value, Error> {
     fitting(|completed| {
-        let new_content = message_body(fallback, payload, key, math, completed);
+        let new_content = message_body(m, completed);
         json!({
             "msgtype": "m.text",
             "body": format!("* {}", new_content["body"].as_str().unwrap_or_default()),
@@ -253,7 +261,7 @@ pub fn text(markdown: &str, thread: Option<&EventId>) -> Result<Value, Error> {
 
 /// A plain text answer (CommonMark), related as `rel` says (a reply, a thread).
 pub fn text_in(markdown: &str, rel: Relation<'_>) -> Result<Value, Error> {
-    message(markdown, None, WriterKey::default(), &[], rel)
+    message(Message::text(markdown), rel)
 }
 
 #[cfg(test)]

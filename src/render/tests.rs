@@ -27,24 +27,33 @@ fn html_is_sanitized_to_matrix_tags() {
 fn rich_message_carries_payload_mentions_and_relations() {
     let payload = json!({"v": 1, "blocks": [{"type": "weather", "location": "L", "temp": 21.5}]});
     let root = event_id!("$root");
-    let c =
-        message("**L** 21.5", Some(&payload), WriterKey::Mtrix, &[], Relation { reply_to: None, thread: Some(root) })
-            .expect("fits");
+    let c = message(
+        Message { payload: Some(&payload), key: WriterKey::Mtrix, ..Message::text("**L** 21.5") },
+        Relation { reply_to: None, thread: Some(root) },
+    )
+    .expect("fits");
     assert_eq!(c["com.ianm.mtrix"]["blocks"][0]["temp"], json!("21.5"));
     assert_eq!(c["body"], "L 21.5", "body is plain text; the bold is in the HTML");
     assert_eq!(c["formatted_body"], "<p><strong>L</strong> 21.5</p>");
     assert_eq!(c["m.mentions"], json!({}));
     assert_eq!(c["m.relates_to"]["rel_type"], "m.thread");
     assert_eq!(c["m.relates_to"]["is_falling_back"], true);
-    let r =
-        message("x", None, WriterKey::Mxblocks, &[], Relation { reply_to: Some(root), thread: None }).expect("fits");
+    let r = message(
+        Message { key: WriterKey::Mxblocks, ..Message::text("x") },
+        Relation { reply_to: Some(root), thread: None },
+    )
+    .expect("fits");
     assert_eq!(r["m.relates_to"], json!({"m.in_reply_to": {"event_id": "$root"}}));
 }
 
 #[test]
 fn edits_replace_the_original_with_new_content() {
     let payload = json!({"v": 1, "blocks": [{"type": "tracker", "title": "T", "state": "done"}]});
-    let c = edit(event_id!("$orig"), "T: done", Some(&payload), WriterKey::Mtrix, &[]).expect("fits");
+    let c = edit(
+        event_id!("$orig"),
+        Message { payload: Some(&payload), key: WriterKey::Mtrix, ..Message::text("T: done") },
+    )
+    .expect("fits");
     assert_eq!(c["body"], "* T: done");
     assert_eq!(c["m.relates_to"], json!({"rel_type": "m.replace", "event_id": "$orig"}));
     assert_eq!(c["m.new_content"]["body"], "T: done");
@@ -54,7 +63,8 @@ fn edits_replace_the_original_with_new_content() {
 
 #[test]
 fn math_only_messages_use_msc2191_markup() {
-    let c = message("a<b", None, WriterKey::Mtrix, &["a<b"], Relation::default()).expect("fits");
+    let c = message(Message { key: WriterKey::Mtrix, math: &["a<b"], ..Message::text("a<b") }, Relation::default())
+        .expect("fits");
     assert_eq!(c["formatted_body"], "<div data-mx-maths=\"a&lt;b\"><code>a&lt;b</code></div>");
 }
 

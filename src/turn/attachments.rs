@@ -1,29 +1,79 @@
-//! A rich message's `file` blocks, each also posted as an `m.file` message right after
-//! it (`render::file_message`), in the same thread: every client offers the download,
-//! whether it draws blocks or not. Each is a write of the turn's own, so it is posted
-//! once, a resumed turn finding it.
+//! What goes as messages of their own right after a rich message, in its thread
+//! (`render::attachments`): each `file` block as an `m.file`, so every client offers the
+//! download; and in an encrypted room each picture (a chart's drawing, a card's or a
+//! gallery's image) as an `m.image` carrying its key, since there nothing is shown by a
+//! clear URL. Each is a write of the turn's own, so it is posted once, a resumed turn
+//! finding it.
 
 use ruma::{EventId, RoomId};
 use serde_json::Value;
 
+use super::planned::Drawn;
 use super::runner::Runner;
 use super::stop::{Stop, outbox_error};
 use crate::blocks::{Block, Rich};
 use crate::outbox::Write;
-use crate::render::{self, Relation};
+use crate::render::{self, Info, Relation};
+
+/// The pictures of a block that a client may not show: `(mxc, words)`.
+fn pictures(ty: &str, fields: &serde_json::Map<String, Value>) -> Vec<(String, String)> {
+    let text = |f: &serde_json::Map<String, Value>, k: &str| f.get(k).and_then(Value::as_str).map(str::to_owned);
+    let card = |f: &serde_json::Map<String, Value>| Some((text(f, "image")?, text(f, "title").unwrap_or_default()));
+    match ty {
+        "card" => card(fields).into_iter().collect(),
+        "cards" => fields
+            .get("cards")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| card(c.as_object()?))
+            .collect(),
+        "gallery" => fields
+            .get("images")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|i| Some((i.get("url")?.as_str()?.to_owned(), text(i.as_object()?, "alt").unwrap_or_default())))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
 
 impl Runner<'_> {
-    /// Posts an `m.file` message in `room` (and `thread`) for each file block of `payload`.
-    pub(super) async fn post_files(&self, room: &RoomId, thread: Option<&EventId>, payload: &Rich) -> Result<(), Stop> {
-        for block in payload.blocks() {
+    /// Posts the messages that go with a rich message in `room` (and `thread`).
+    pub(super) async fn post_companions(
+        &self,
+        (room, thread): (&RoomId, Option<&EventId>),
+        payload: &Rich,
+        drawn: &[Drawn],
+        encrypted: bool,
+    ) -> Result<(), Stop> {
+        let rel = Relation { reply_to: None, thread };
+        let mut contents = Vec::new();
+        for (i, block) in payload.blocks().iter().enumerate() {
             let Block::Known { spec, fields } = block else { continue };
             let text = |key: &str| fields.get(key).and_then(Value::as_str);
-            let (Some(url), Some(name)) = (text("url"), text("name")) else { continue };
-            if spec.name != "file" {
+            if let ("file", Some(url), Some(name)) = (spec.name, text("url"), text("name")) {
+                let size = fields.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str()?.parse().ok()));
+                let info = Info { size, mimetype: text("mimetype"), dimensions: None };
+                let held = self.held(url, encrypted).await?;
+                contents.push(render::file_message(name, held.source(), info, rel));
+            }
+            if !encrypted {
                 continue;
             }
-            let size = fields.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str()?.parse().ok()));
-            let content = render::file_message(name, url, size, text("mimetype"), Relation { reply_to: None, thread });
+            for d in drawn.iter().filter(|d| d.block == i) {
+                let info = Info { mimetype: Some("image/png"), size: Some(d.bytes as u64), dimensions: Some(d.size) };
+                let held = self.held(&d.uploaded.mxc, encrypted).await?;
+                contents.push(render::image_message(&d.alt, held.source(), info, rel));
+            }
+            for (mxc, words) in pictures(spec.name, fields) {
+                let name = if words.trim().is_empty() { "picture".to_owned() } else { words };
+                let held = self.held(&mxc, encrypted).await?;
+                contents.push(render::image_message(&name, held.source(), Info::default(), rel));
+            }
+        }
+        for content in contents {
             let write = Write { id: self.take_write(), room, persona: &self.scope.persona };
             self.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
         }

@@ -28,7 +28,6 @@ use tokio::sync::{Notify, watch};
 
 use super::Scope;
 use super::notices::{PostError, split_fitting};
-use crate::blocks::WriterKey;
 use crate::outbox::{self, Outbox, Write, WriteId};
 use crate::render;
 use crate::strings;
@@ -200,7 +199,7 @@ impl<'a> Live<'a> {
             }
         };
         if !fresh && !self.reads_final(&message, &parts[0]).await {
-            let last = render::edit(&message, &parts[0], None, WriterKey::default(), &[]).map_err(render_err)?;
+            let last = render::edit(&message, render::Message::text(&parts[0])).map_err(render_err)?;
             match self.outbox.edit(&self.write(reply, FINAL), &message, &last).await.map_err(later) {
                 Ok(_) => {}
                 Err(PostError::Failed(why)) => return self.rescue(reply, &message, &full, why).await,
@@ -226,7 +225,7 @@ impl<'a> Live<'a> {
         let shown = self.shown().text;
         let rest = full.strip_prefix(shown.as_str()).filter(|_| !shown.is_empty()).unwrap_or(full);
         let ended = format!("{}\n\n{}", shown.trim_end(), strings::CONTINUED_BELOW);
-        let content = render::edit(message, ended.trim_start(), None, WriterKey::default(), &[]).map_err(render_err)?;
+        let content = render::edit(message, render::Message::text(ended.trim_start())).map_err(render_err)?;
         self.outbox.edit(&self.write(reply, RESCUE_EDIT), message, &content).await.map_err(later)?;
         let thread = self.scope.thread.as_deref();
         for (i, part) in parts(rest).iter().enumerate() {
@@ -262,7 +261,7 @@ impl<'a> Live<'a> {
 
     /// Takes a tool's note back: the message reads as it did, for good.
     pub async fn tool_done(&self, note: Note) {
-        let Ok(content) = render::edit(&note.message, &note.text, None, WriterKey::default(), &[]) else { return };
+        let Ok(content) = render::edit(&note.message, render::Message::text(&note.text)) else { return };
         let write = self.write(note.reply, NOTES + 2 * note.n + 1);
         if let Err(e) = self.outbox.edit(&write, &note.message, &content).await {
             tracing::warn!(error = %e, "could not take back a running-tool note");

@@ -31,6 +31,8 @@ mod external;
 mod live;
 mod notices;
 mod outcome;
+mod pictures;
+mod planned;
 mod polls;
 mod record;
 mod runner;

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::clock::Deadline;
 use super::live::Live;
+use super::planned::{Drawn, Planned};
 use super::stop::{Stop, outbox_error, render_error};
 use super::targets::{self, internal};
 use super::{Limits, Scope};
@@ -205,10 +206,14 @@ impl Runner<'_> {
     }
 
     async fn execute(&self, call: &ToolCall, args: &Value, nth: u32) -> Result<Value, Stop> {
-        let planned = self.plan_with_uploads(&call.name, args, nth).await?;
+        let Planned { call: planned, encrypted, drawn } = self.plan_with_uploads(&call.name, args, nth).await?;
         let id = self.take_write();
         let scope = self.scope;
         let key = self.limits.key;
+        // Pictures inline where they may be shown by URL; in an encrypted room they go as
+        // messages of their own.
+        let inline: Vec<render::Inline> = drawn.iter().map(Drawn::inline).collect();
+        let pictures = if encrypted { render::Pictures::default() } else { render::Pictures::inline(&inline) };
         match planned {
             RichCall::Send { payload, fallback, reply_to, thread, room } => {
                 let room = targets::resolve(self.store, self.outbox, scope, &room).await?;
@@ -225,12 +230,14 @@ impl Runner<'_> {
                 let here_reply = scope.reply_to.as_deref().filter(|_| here && thread.is_none());
                 let math = payload.find_math();
                 let relation = Relation { reply_to: reply_to.as_deref().or(here_reply), thread };
-                let content = render::message(&fallback, Some(&payload.to_value()), key, &math, relation)
-                    .map_err(render_error)?;
+                let value = payload.to_value();
+                let message =
+                    render::Message { fallback: &fallback, payload: Some(&value), key, math: &math, pictures };
+                let content = render::message(message, relation).map_err(render_error)?;
                 let write = Write { id, room: &room, persona: &scope.persona };
                 let event_id = self.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
                 self.record_buttons(&room, &event_id, &payload).await?;
-                self.post_files(&room, thread, &payload).await?;
+                self.post_companions((&room, thread), &payload, &drawn, encrypted).await?;
                 Ok(json!({"event_id": event_id}))
             }
             RichCall::Edit { event_id, payload, fallback, room } => {
@@ -269,8 +276,10 @@ impl Runner<'_> {
                     )));
                 }
                 let math = payload.find_math();
-                let content =
-                    render::edit(original, &fallback, Some(&payload.to_value()), key, &math).map_err(render_error)?;
+                let value = payload.to_value();
+                let message =
+                    render::Message { fallback: &fallback, payload: Some(&value), key, math: &math, pictures };
+                let content = render::edit(original, message).map_err(render_error)?;
                 let write = Write { id, room: &sent.room_id, persona: &scope.persona };
                 let (id, waited) = self.outbox.edit(&write, original, &content).await.map_err(outbox_error)?;
                 self.record_buttons(&sent.room_id, original, &payload).await?;

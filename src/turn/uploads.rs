@@ -1,16 +1,18 @@
 //! What a turn shows beyond text, on its way out: the `data:` URLs of a payload's media
 //! fields and an MCP tool's images are uploaded as the persona (`media::upload`, exactly
-//! once per call and index), and every `mxc://` URL a payload shows must be the persona's
-//! own upload or media a member posted in a room the asker is in: a model cannot show
-//! what the asker could not see, nor point at media it only guessed.
+//! once per call and index; encrypted when the room they go to is), and every `mxc://`
+//! URL a payload shows must be the persona's own upload or media a member posted in a
+//! room the asker is in: a model cannot show what the asker could not see, nor point at
+//! media it only guessed. Charts are drawn and uploaded here too (`pictures`).
 
 use serde_json::Value;
 
+use super::planned::Planned;
 use super::runner::Runner;
 use super::stop::Stop;
 use super::targets::{self, internal};
 use crate::blocks::{index, join};
-use crate::media::{Upload, UploadError, decode_data_url};
+use crate::media::{Upload, UploadError, Uploaded, decode_data_url};
 use crate::store::UploadKey;
 use crate::tools::{RichCall, ToolError, ToolErrorCode, plan};
 
@@ -91,31 +93,50 @@ fn pending_uploads(args: &Value) -> Result<(Value, Vec<Pending>), ToolError> {
 impl Runner<'_> {
     /// Plans a `rich_send` / `rich_edit` call: checked whole, with stand-ins for its
     /// uploads, and its media checked, before the write is counted and anything uploaded;
-    /// then planned again with the uploads' URLs.
-    pub(super) async fn plan_with_uploads(&self, name: &str, args: &Value, nth: u32) -> Result<RichCall, Stop> {
+    /// then planned again with the uploads' URLs, and its charts drawn. An edit in an
+    /// encrypted room draws none: its pictures would go as messages of their own.
+    pub(super) async fn plan_with_uploads(&self, name: &str, args: &Value, nth: u32) -> Result<Planned, Stop> {
         let (mut args, pending) = pending_uploads(args)?;
         let planned = plan(name, &args)?;
         let (RichCall::Send { payload, .. } | RichCall::Edit { payload, .. }) = &planned;
         self.check_media(&payload.to_value()).await?;
         self.count_write()?;
-        if pending.is_empty() {
-            return Ok(planned);
-        }
-        self.upload_pending(&mut args, pending, nth).await?;
-        Ok(plan(name, &args)?)
+        let room = self.room_of(&planned).await?;
+        let encrypted = self.encrypted(&room).await?;
+        let call = match pending.is_empty() {
+            true => planned,
+            false => {
+                self.upload_pending(&mut args, pending, nth, encrypted).await?;
+                plan(name, &args)?
+            }
+        };
+        let drawn = match &call {
+            RichCall::Edit { .. } if encrypted => Vec::new(),
+            RichCall::Send { payload, .. } | RichCall::Edit { payload, .. } => {
+                self.draw_charts(payload, nth, encrypted).await?
+            }
+        };
+        Ok(Planned { call, encrypted, drawn })
     }
 
     /// Uploads what [`pending_uploads`] found and puts each `mxc://` URL in its place (a
     /// `file` block also gets its `size` and `mimetype`).
-    async fn upload_pending(&self, args: &mut Value, pending: Vec<Pending>, nth: u32) -> Result<(), Stop> {
+    async fn upload_pending(
+        &self,
+        args: &mut Value,
+        pending: Vec<Pending>,
+        nth: u32,
+        encrypt: bool,
+    ) -> Result<(), Stop> {
         for (idx, p) in (0u32..).zip(pending) {
             let upload = Upload {
                 key: UploadKey { turn: self.turn, nth, idx },
                 bytes: &p.bytes,
                 mimetype: &p.mimetype,
                 name: &p.name,
+                encrypt,
             };
-            let mxc = self.upload(upload, &p.found.path).await?;
+            let mxc = self.upload(upload, &p.found.path).await?.mxc;
             let holder = args
                 .pointer_mut(&format!("/payload{}", p.found.at.0))
                 .and_then(Value::as_object_mut)
@@ -134,6 +155,7 @@ impl Runner<'_> {
     pub(super) async fn upload_images(&self, images: &[(String, String)], nth: u32) -> Result<String, Stop> {
         use base64::Engine;
         let mut lines = Vec::new();
+        let encrypt = self.encrypted(&self.scope.room).await?;
         for (idx, (n, (mimetype, data))) in (0u32..).zip(images.iter().enumerate()) {
             let n = n + 1;
             let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()) else {
@@ -142,9 +164,9 @@ impl Runner<'_> {
             };
             let ext = mimetype.rsplit('/').next().unwrap_or("bin");
             let name = format!("image-{n}.{ext}");
-            let upload = Upload { key: UploadKey { turn: self.turn, nth, idx }, bytes: &bytes, mimetype, name: &name };
-            match self.upload(upload, "").await {
-                Ok(mxc) => lines.push(format!(
+            let key = UploadKey { turn: self.turn, nth, idx };
+            match self.upload(Upload { key, bytes: &bytes, mimetype, name: &name, encrypt }, "").await {
+                Ok(Uploaded { mxc, .. }) => lines.push(format!(
                     "[image {n} ({mimetype}, {} bytes) is uploaded as {mxc}: show it with a gallery, a card's image or a file block]",
                     bytes.len()
                 )),
@@ -155,7 +177,7 @@ impl Runner<'_> {
         Ok(lines.join("\n"))
     }
 
-    async fn upload(&self, upload: Upload<'_>, path: &str) -> Result<String, Stop> {
+    pub(super) async fn upload(&self, upload: Upload<'_>, path: &str) -> Result<Uploaded, Stop> {
         let Some(media) = self.kit.media else {
             return Err(Stop::Tool(ToolError::new(ToolErrorCode::SendFailed, "uploads are not available here")));
         };
@@ -163,7 +185,7 @@ impl Runner<'_> {
             Stop::Tool(if path.is_empty() { ToolError::new(code, why) } else { ToolError::at(code, path, why) })
         };
         match media.upload(self.store, &self.scope.persona, upload).await {
-            Ok(mxc) => Ok(mxc),
+            Ok(uploaded) => Ok(uploaded),
             Err(e @ UploadError::TooLarge(..)) => Err(at(ToolErrorCode::TooLarge, e.to_string())),
             Err(e @ UploadError::TooMany(_)) => Err(at(ToolErrorCode::LimitReached, e.to_string())),
             Err(e @ UploadError::Refused(_)) => Err(at(ToolErrorCode::SendFailed, e.to_string())),

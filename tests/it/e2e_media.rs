@@ -12,7 +12,7 @@ use crate::support::llm::{Step, text};
 use crate::support::{BOT, Env, Options, User};
 
 /// A PNG of `w` x `h` (a smooth gradient, as a screenshot might be).
-fn png(w: u32, h: u32) -> Vec<u8> {
+pub fn png(w: u32, h: u32) -> Vec<u8> {
     let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, 90]));
     let mut out = Vec::new();
     image::DynamicImage::ImageRgb8(img).write_to(&mut Cursor::new(&mut out), image::ImageFormat::Png).expect("png");

@@ -169,15 +169,17 @@ async fn an_upload_reserved_when_richbot_died_is_filled_at_the_same_url_and_neve
 
     // Died after the URL was reserved and recorded, before the bytes went.
     let reserved = matrix.create_mxc(&persona).await.expect("create");
-    store.reserve_upload(key, &persona, &reserved, CSV.len(), 1).await.expect("record");
-    let upload = richbot::media::Upload { key, bytes: CSV.as_bytes(), mimetype: "text/csv", name: "t.csv" };
-    assert_eq!(media.upload(&store, &persona, upload).await, Ok(reserved.clone()), "the same URL, filled");
+    store.reserve_upload((key, &persona, &reserved, CSV.len()), None, 1).await.expect("record");
+    let upload =
+        richbot::media::Upload { key, bytes: CSV.as_bytes(), mimetype: "text/csv", name: "t.csv", encrypt: false };
+    let clear = |mxc: &str| Ok(richbot::media::Uploaded { mxc: mxc.to_owned(), file: None });
+    assert_eq!(media.upload(&store, &persona, upload).await, clear(&reserved), "the same URL, filled");
     let (bytes, _) = env.alice.download(&reserved).await;
     assert_eq!(bytes, CSV.as_bytes());
     assert_eq!(store.upload(key).await.expect("row").map(|r| r.uploaded), Some(true));
     // Asked again (a resumed turn replays the call): the record answers, nothing is sent.
     let other = richbot::media::Upload { bytes: b"other", ..upload };
-    assert_eq!(media.upload(&store, &persona, other).await, Ok(reserved.clone()));
+    assert_eq!(media.upload(&store, &persona, other).await, clear(&reserved));
     assert_eq!(env.alice.download(&reserved).await.0, CSV.as_bytes(), "not overwritten");
     assert_eq!(store.uploads_in_turn(7).await.expect("count"), 1);
 
@@ -194,4 +196,43 @@ async fn an_upload_reserved_when_richbot_died_is_filled_at_the_same_url_and_neve
         media.upload(&store, &persona, over).await,
         Err(richbot::media::UploadError::TooMany(limits.uploads_per_turn))
     );
+}
+
+/// `ciphertext` opened with an encrypted message's `file` object, as clients open it.
+fn open(file: &Value, ciphertext: Vec<u8>) -> Vec<u8> {
+    let info: matrix_sdk_crypto::MediaEncryptionInfo = serde_json::from_value(file.clone()).expect("a file object");
+    let mut cursor = std::io::Cursor::new(ciphertext);
+    let mut clear = Vec::new();
+    let mut reader = matrix_sdk_crypto::AttachmentDecryptor::new(&mut cursor, info).expect("decryptor");
+    std::io::Read::read_to_end(&mut reader, &mut clear).expect("opens, its hash checked");
+    clear
+}
+
+#[tokio::test]
+async fn an_upload_for_an_encrypted_room_is_stored_encrypted_and_filled_again_with_the_key_recorded() {
+    let env = Env::start().await;
+    let store = env.store().await;
+    let matrix = richbot::matrix::Client::new(&env.synapse.url, &env.synapse.as_token, Default::default());
+    let media = richbot::media::Media::new(matrix.clone(), env.settings().config.media.limits());
+    let persona = crate::support::user_id(BOT);
+    let key = richbot::store::UploadKey { turn: 9, nth: 0, idx: 0 };
+    let upload =
+        richbot::media::Upload { key, bytes: CSV.as_bytes(), mimetype: "text/csv", name: "t.csv", encrypt: true };
+    let made = media.upload(&store, &persona, upload).await.expect("uploaded");
+    let file = made.file.clone().expect("the key that opens it");
+    assert_eq!(file["url"], made.mxc.as_str());
+    let (held, _) = env.alice.download(&made.mxc).await;
+    assert!(!held.windows(4).any(|w| w == b"city"), "the media repository holds no clear byte of it");
+    assert_eq!(open(&file, held), CSV.as_bytes());
+
+    // Died after the URL and its key were recorded, before the bytes went: the fill uses
+    // the recorded key, so what the message carries opens what was stored.
+    let key = richbot::store::UploadKey { idx: 1, ..key };
+    let reserved = matrix.create_mxc(&persona).await.expect("create");
+    let (_, recorded) = richbot::media::seal(CSV.as_bytes(), &richbot::media::Secret::random());
+    store.reserve_upload((key, &persona, &reserved, CSV.len()), Some(&recorded.to_string()), 1).await.expect("record");
+    let filled = media.upload(&store, &persona, richbot::media::Upload { key, ..upload }).await.expect("filled");
+    let file = filled.file.expect("a file object");
+    assert_eq!((filled.mxc.as_str(), &file["key"]), (reserved.as_str(), &recorded["key"]), "the recorded key");
+    assert_eq!(open(&file, env.alice.download(&reserved).await.0), CSV.as_bytes());
 }

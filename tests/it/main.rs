@@ -26,6 +26,7 @@ mod e2e_media;
 mod e2e_llama;
 mod e2e_model_output;
 mod e2e_models;
+mod e2e_pictures;
 mod e2e_polls;
 mod e2e_rooms;
 mod e2e_safety;

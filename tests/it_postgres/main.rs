@@ -43,6 +43,8 @@ mod e2e_media;
 mod e2e_model_output;
 #[path = "../it/e2e_models.rs"]
 mod e2e_models;
+#[path = "../it/e2e_pictures.rs"]
+mod e2e_pictures;
 #[path = "../it/e2e_polls.rs"]
 mod e2e_polls;
 #[path = "../it/e2e_rooms.rs"]

@@ -93,6 +93,14 @@ pub enum Node {
         summary: String,
         body: String,
     },
+    /// A picture shown inline (`src` an `mxc://` URL); nothing in plain text, where its
+    /// block's facts say what it shows.
+    Image {
+        src: String,
+        alt: String,
+        width: Option<u32>,
+        height: u32,
+    },
 }
 
 /// A fact and the other ways of writing it: a text carries it if it has any of them.
@@ -121,6 +129,7 @@ pub fn facts(nodes: &[Node]) -> Vec<Fact> {
             Node::Code { text, .. } => out.push(vec![text.clone()]),
             Node::Math { tex, .. } => out.push(vec![tex.clone()]),
             Node::Details { summary, body } => out.extend([vec![summary.clone()], vec![body.clone()]]),
+            Node::Image { .. } => {}
         }
     }
     out.iter_mut().for_each(|f| f.retain(|alt| !alt.trim().is_empty()));
@@ -192,6 +201,11 @@ pub fn html(nodes: &[Node]) -> String {
                 let paras: String = body.split("\n\n").map(|p| format!("<p>{}</p>", escape(p.trim()))).collect();
                 write!(out, "<details><summary>{}</summary>{paras}</details>", escape(summary)).unwrap_or(());
             }
+            Node::Image { src, alt, width, height } => {
+                let width = width.map(|w| format!(" width=\"{w}\"")).unwrap_or_default();
+                let (src, alt) = (escape(src), escape(alt));
+                write!(out, "<p><img src=\"{src}\" alt=\"{alt}\"{width} height=\"{height}\"></p>").unwrap_or(())
+            }
         }
     }
     out
@@ -214,7 +228,7 @@ fn table_html(out: &mut String, caption: Option<&str>, head: &[String], rows: &[
 /// Plain text: lines, "• " and "1. " lists, tables as aligned columns.
 pub fn plain(nodes: &[Node]) -> String {
     let mut parts: Vec<String> = Vec::new();
-    for node in nodes {
+    for node in nodes.iter().filter(|n| !matches!(n, Node::Image { .. })) {
         parts.push(match node {
             Node::Title(s) | Node::Line(s) => spans_plain(s),
             Node::List { ordered, items } => items
@@ -230,6 +244,7 @@ pub fn plain(nodes: &[Node]) -> String {
             Node::Code { text, .. } => text.trim_end().to_owned(),
             Node::Math { tex, .. } => tex.clone(),
             Node::Details { summary, body } => format!("{summary}\n{body}"),
+            Node::Image { .. } => String::new(),
         });
     }
     parts.join("\n")

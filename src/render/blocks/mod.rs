@@ -14,6 +14,9 @@
 //! - **What text cannot carry** is always added: how to press the buttons, chips and a
 //!   card's actions ("React ✅ for *Yes* · or reply *Later*").
 //!
+//! - **Pictures** go before their block's text where they can be shown inline
+//!   (`pictures.rs`): a chart's drawing, a card's and a gallery's images.
+//!
 //! So the text says everything the blocks show whatever the model wrote, and repeats
 //! nothing the model did write. Blocks that cannot load or are unknown get nothing.
 
@@ -21,6 +24,7 @@ mod actions;
 mod display;
 pub(super) mod doc;
 mod fields;
+mod pictures;
 mod timely;
 
 use serde_json::Value;
@@ -29,6 +33,7 @@ use crate::blocks::{Block, Rich};
 use doc::Node;
 pub(super) use doc::escape;
 use fields::Fields;
+pub use pictures::{Inline, PICTURE_HEIGHT, Pictures};
 
 /// A block's rendering: what is shown only when the fallback misses one of its facts,
 /// and what is always added.
@@ -100,22 +105,26 @@ fn renderer(ty: &str) -> Option<Render> {
     RENDERERS.iter().find(|(name, _)| *name == ty).map(|(_, r)| *r)
 }
 
-/// The completion of `fallback` for `payload` (see the module doc).
-pub fn complete(fallback: &str, payload: &Value) -> Completion {
+/// The completion of `fallback` for `payload`, with its `pictures` (see the module doc).
+pub fn complete(fallback: &str, payload: &Value, pictures: Pictures<'_>) -> Completion {
     let Ok(rich) = Rich::from_value(payload) else { return Completion::default() };
     let carried = normalize(fallback);
     let mut html = String::new();
     let mut plain: Vec<String> = Vec::new();
-    for block in rich.blocks() {
+    for (i, block) in rich.blocks().iter().enumerate() {
         let Block::Known { spec, fields } = block else { continue };
         let Some(render) = renderer(spec.name) else { continue };
         let r = render(fields);
         let missing = doc::facts(&r.shown).iter().any(|fact| !fact.iter().any(|alt| carried.contains(&normalize(alt))));
-        let mut nodes = if missing { r.shown } else { Vec::new() };
+        let mut nodes = pictures::nodes(spec.name, fields, i, pictures);
+        if missing {
+            nodes.extend(r.shown);
+        }
         nodes.extend(r.always);
         if !nodes.is_empty() {
             html.push_str(&doc::html(&nodes));
-            plain.push(doc::plain(&nodes));
+            // A picture alone says nothing in plain text.
+            plain.extend(Some(doc::plain(&nodes)).filter(|p| !p.is_empty()));
         }
     }
     Completion { html, plain: plain.join("\n\n") }

@@ -14,7 +14,7 @@ fn one(block: Value) -> Value {
 /// fallback made of its own plain rendering gets nothing more.
 fn completes(block: Value, facts: &[&str]) {
     let ty = block["type"].as_str().unwrap_or_default().to_owned();
-    let c = complete("Here you go.", &one(block.clone()));
+    let c = complete("Here you go.", &one(block.clone()), Pictures::default());
     for fact in facts {
         assert!(c.plain.contains(fact), "{ty}: plain lacks {fact:?}:\n{}", c.plain);
         // In HTML, a list's numbers are the list's and an address is the link's.
@@ -23,7 +23,7 @@ fn completes(block: Value, facts: &[&str]) {
             text_of(&c.html).contains(unnumbered) || c.html.contains(&format!("href=\"{}\"", doc::escape(fact)));
         assert!(shown, "{ty}: html lacks {fact:?}:\n{}", c.html);
     }
-    let said = complete(&format!("Here you go.\n\n{}", c.plain), &one(block));
+    let said = complete(&format!("Here you go.\n\n{}", c.plain), &one(block), Pictures::default());
     assert!(said.is_empty(), "{ty}: a fallback that says it all got more:\n{}", said.plain);
 }
 
@@ -52,7 +52,7 @@ fn table() {
     assert_eq!(plain, "Plans\nPlan   Price\n-----  -----\nBasic      5\nPro    12.50");
     // A Markdown table in the fallback carries the cells.
     let md = "| Plan | Price |\n|---|---|\n| Basic | 5 |\n| Pro | **12.50** |\n\nPlans";
-    assert!(complete(md, &one(block)).is_empty());
+    assert!(complete(md, &one(block), Pictures::default()).is_empty());
 }
 
 #[test]
@@ -76,18 +76,22 @@ fn card_and_cards() {
     let card = json!({"type": "card", "title": "Lamp", "subtitle": "Brass", "price": "62.99", "currency": "EUR",
         "url": "https://shop.example/lamp", "fields": [{"label": "Stock", "value": 3}],
         "actions": [{"label": "Buy now", "action": {"type": "send", "body": "buy the lamp"}}]});
-    let c = complete("A lamp.", &one(card.clone()));
+    let c = complete("A lamp.", &one(card.clone()), Pictures::default());
     for fact in ["Lamp", "Brass", "62.99 EUR", "Stock: 3", "Lamp (https://shop.example/lamp)", "Reply Buy now"] {
         assert!(c.plain.contains(fact), "{fact}: {}", c.plain);
     }
     // Said in full: only the actions line is added.
-    let said = complete("**Lamp** (https://shop.example/lamp), brass: 62.99 EUR. Stock: 3", &one(card.clone()));
+    let said = complete(
+        "**Lamp** (https://shop.example/lamp), brass: 62.99 EUR. Stock: 3",
+        &one(card.clone()),
+        Pictures::default(),
+    );
     assert_eq!(said.plain, "Reply Buy now");
     let mut inner = card;
     inner.as_object_mut().map(|o| o.remove("type"));
     let cards = json!({"type": "cards", "cards": [inner, {"title": "Chair"}]});
     completes(json!({"type": "cards", "cards": [{"title": "Chair", "price": 40}]}), &["Chair", "40"]);
-    assert!(complete("x", &one(cards)).plain.contains("Chair"));
+    assert!(complete("x", &one(cards), Pictures::default()).plain.contains("Chair"));
 }
 
 #[test]
@@ -105,14 +109,21 @@ fn progress_and_tracker_show_each_steps_state() {
 
 #[test]
 fn details_code_and_diff() {
-    let c = complete("x", &one(json!({"type": "details", "summary": "Why", "body": "Because <b>."})));
+    let c =
+        complete("x", &one(json!({"type": "details", "summary": "Why", "body": "Because <b>."})), Pictures::default());
     assert_eq!(c.html, "<details><summary>Why</summary><p>Because &lt;b&gt;.</p></details>");
     completes(json!({"type": "details", "summary": "Why", "body": "Because."}), &["Why", "Because."]);
     let code = json!({"type": "code", "language": "rust", "filename": "a.rs", "code": "fn a() -> u8 {\n    1 < 2\n}"});
     completes(code.clone(), &["a.rs", "fn a() -> u8 {\n    1 < 2\n}"]);
-    assert!(complete("x", &one(code.clone())).html.contains("<pre><code class=\"language-rust\">fn a() -&gt; u8"));
+    assert!(
+        complete("x", &one(code.clone()), Pictures::default())
+            .html
+            .contains("<pre><code class=\"language-rust\">fn a() -&gt; u8")
+    );
     // A fenced copy in the fallback carries it.
-    assert!(complete("In `a.rs`:\n```rust\nfn a() -> u8 {\n    1 < 2\n}\n```", &one(code)).is_empty());
+    assert!(
+        complete("In `a.rs`:\n```rust\nfn a() -> u8 {\n    1 < 2\n}\n```", &one(code), Pictures::default()).is_empty()
+    );
     completes(json!({"type": "diff", "diff": "-a\n+b"}), &["-a\n+b"]);
 }
 
@@ -120,9 +131,9 @@ fn details_code_and_diff() {
 fn math_keeps_its_caption_and_is_marked_as_maths() {
     let block = json!({"type": "math", "tex": "e^{i\\pi} + 1 = 0", "caption": "Euler"});
     completes(block.clone(), &["e^{i\\pi} + 1 = 0", "Euler"]);
-    let c = complete("Euler's identity.", &one(block));
+    let c = complete("Euler's identity.", &one(block), Pictures::default());
     assert!(c.html.starts_with("<div data-mx-maths=\"e^{i\\pi} + 1 = 0\"><code>"), "{}", c.html);
-    let inline = complete("x", &one(json!({"type": "math", "tex": "a<b", "display": false})));
+    let inline = complete("x", &one(json!({"type": "math", "tex": "a<b", "display": false})), Pictures::default());
     assert_eq!(inline.html, "<p><span data-mx-maths=\"a&lt;b\"><code>a&lt;b</code></span></p>");
 }
 
@@ -150,10 +161,10 @@ fn times_places_and_figures() {
     );
     // The model's own words carry a weather block: nothing is added.
     let w = json!({"type": "weather", "location": "Lisbon", "temp": "21.5", "condition": "Sunny"});
-    assert!(complete("**Lisbon** — 21.5 °C and sunny", &one(w)).is_empty());
+    assert!(complete("**Lisbon** — 21.5 °C and sunny", &one(w), Pictures::default()).is_empty());
     // A time is carried by its clock as the model wrote it.
     let e = json!({"type": "event", "title": "Standup", "start": "2026-12-01T09:00:00Z"});
-    assert!(complete("Standup tomorrow at 09:00", &one(e)).is_empty());
+    assert!(complete("Standup tomorrow at 09:00", &one(e), Pictures::default()).is_empty());
 }
 
 #[test]
@@ -170,7 +181,7 @@ fn gallery_file_form_and_stream() {
         {"name": "d", "label": "Day", "kind": "select", "options": ["Mon", "Tue"]},
         {"name": "v", "label": "Vegetarian", "kind": "bool"}]});
     completes(form, &["1. Day: Mon / Tue", "2. Vegetarian: yes / no", "To Book, reply with your answers"]);
-    assert!(complete("x", &one(json!({"type": "stream", "id": "s", "state": "live"}))).is_empty());
+    assert!(complete("x", &one(json!({"type": "stream", "id": "s", "state": "live"})), Pictures::default()).is_empty());
     completes(
         json!({"type": "stream", "id": "s", "state": "live", "url": "https://ex.org/live"}),
         &["https://ex.org/live"],
@@ -183,14 +194,14 @@ fn buttons_and_chips_always_say_how_to_press_them() {
         {"label": "Yes, book it", "action": {"type": "react", "key": "✅"}},
         {"label": "No", "action": {"type": "react", "key": "❌"}},
         {"label": "Another time", "action": {"type": "send", "body": "another time please"}}]});
-    let c = complete("Shall I book the table? Yes, book it · No · Another time", &one(block));
+    let c = complete("Shall I book the table? Yes, book it · No · Another time", &one(block), Pictures::default());
     assert_eq!(c.plain, "React ✅ for Yes, book it · ❌ for No · or reply Another time");
     assert_eq!(
         c.html,
         "<p>React ✅ for <em>Yes, book it</em> · ❌ for <em>No</em> · or reply <em>Another time</em></p>"
     );
     let chips = json!({"type": "chips", "chips": [{"label": "Tea", "action": {"type": "send", "body": "tea"}}, {"label": "Coffee", "action": {"type": "send", "body": "coffee"}}]});
-    assert_eq!(complete("Tea or coffee?", &one(chips)).plain, "Reply Tea or Coffee");
+    assert_eq!(complete("Tea or coffee?", &one(chips), Pictures::default()).plain, "Reply Tea or Coffee");
 }
 
 #[test]
@@ -198,11 +209,11 @@ fn several_blocks_complete_in_order_and_unknown_or_broken_payloads_add_nothing()
     let payload = json!({"v": 1, "blocks": [
         {"type": "weather", "location": "Lisbon", "temp": 21},
         {"type": "sources", "sources": [{"title": "IPMA", "url": "https://ipma.pt"}]}]});
-    let c = complete("Lisbon is at 21 degrees.", &payload);
+    let c = complete("Lisbon is at 21 degrees.", &payload, Pictures::default());
     assert_eq!(c.plain, "Sources\n• IPMA (https://ipma.pt)");
-    assert!(complete("x", &json!({"v": 1, "blocks": [{"type": "poll", "q": "?"}]})).is_empty());
-    assert!(complete("x", &json!({"v": 2, "blocks": []})).is_empty());
-    assert!(complete("x", &json!("nonsense")).is_empty());
+    assert!(complete("x", &json!({"v": 1, "blocks": [{"type": "poll", "q": "?"}]}), Pictures::default()).is_empty());
+    assert!(complete("x", &json!({"v": 2, "blocks": []}), Pictures::default()).is_empty());
+    assert!(complete("x", &json!("nonsense"), Pictures::default()).is_empty());
 }
 
 #[test]
@@ -210,8 +221,37 @@ fn what_blocks_say_is_escaped_in_html() {
     let c = complete(
         "x",
         &one(json!({"type": "card", "title": "<script>x</script>", "url": "https://a.example/?q=\"><b"})),
+        Pictures::default(),
     );
     assert!(!c.html.contains("<script>"), "{}", c.html);
     assert!(c.html.contains("&lt;script&gt;"), "{}", c.html);
     assert!(c.html.contains("href=\"https://a.example/?q=&quot;&gt;&lt;b\""), "{}", c.html);
+}
+
+#[test]
+fn pictures_go_inline_before_their_blocks_only_where_they_may_be_shown_by_url() {
+    let payload = json!({"v": 1, "blocks": [
+        {"type": "chart", "series": [1, 2]},
+        {"type": "card", "title": "Lamp", "image": "mxc://s/lamp"},
+        {"type": "gallery", "images": [{"url": "mxc://s/a", "alt": "A \"cat\""}, {"url": "mxc://s/b"}]},
+        {"type": "card", "title": "No picture", "image": "https://elsewhere.example/x.png"}
+    ]});
+    let chart = Inline { block: 0, src: "mxc://s/chart".into(), alt: "Line chart.".into(), width: 480, height: 300 };
+    let said = "Value: 1, 2. Lamp. A \"cat\". 2 pictures. No picture.";
+    let shown = complete(said, &payload, Pictures::inline(std::slice::from_ref(&chart)));
+    let tags: Vec<&str> = shown.html.split("<img ").skip(1).map(|t| t.split('>').next().unwrap_or_default()).collect();
+    assert_eq!(
+        tags,
+        [
+            "src=\"mxc://s/chart\" alt=\"Line chart.\" width=\"480\" height=\"300\"",
+            "src=\"mxc://s/lamp\" alt=\"Lamp\" height=\"240\"",
+            "src=\"mxc://s/a\" alt=\"A &quot;cat&quot;\" height=\"240\"",
+            "src=\"mxc://s/b\" alt=\"picture\" height=\"240\"",
+        ],
+        "{}",
+        shown.html
+    );
+    assert!(shown.plain.is_empty(), "the text already says it all: {}", shown.plain);
+    let not_inline = complete(said, &payload, Pictures { inline: false, charts: &[chart] });
+    assert!(not_inline.is_empty(), "an encrypted room's message shows no picture by URL: {}", not_inline.html);
 }

@@ -157,6 +157,10 @@ impl Synapse {
             token(),
             registration.display(),
         );
+        // The screenshots tool's client (nheko 0.11) fetches media only without
+        // authentication: `scripts/screenshots.sh` asks for it.
+        let legacy = std::env::var_os("RICHBOT_SYNAPSE_LEGACY_MEDIA").is_some();
+        let config = if legacy { format!("{config}enable_authenticated_media: false\n") } else { config };
         std::fs::write(dir.join("homeserver.yaml"), config).expect("homeserver.yaml");
         std::fs::write(
             dir.join("log.config"),

@@ -1,0 +1,106 @@
+//! Charts as pictures, and where a rich message's pictures are shown. Each `chart` block
+//! is drawn (`crate::chart`, off the async threads) and uploaded as the call's, exactly
+//! once across a crash (its upload number is fixed by the block's place). In a clear room
+//! the message shows it inline (`render::Pictures`); in an encrypted room it is uploaded
+//! encrypted and goes as an `m.image` after the message (`attachments`). A chart that
+//! cannot be drawn or uploaded is left to its numbers, which the text carries anyway.
+
+use ruma::{OwnedRoomId, RoomId};
+use serde_json::Value;
+
+use super::planned::Drawn;
+use super::runner::Runner;
+use super::stop::{Stop, outbox_error};
+use super::targets::{self, internal};
+use crate::blocks::{Block, Rich};
+use crate::chart::{self, Chart};
+use crate::media::Upload;
+use crate::store::UploadKey;
+use crate::tools::RichCall;
+
+/// Upload numbers of a call's charts (plus the block's place): apart from its `data:`
+/// URLs' (0, 1, ...).
+const CHART_IDX: u32 = 1_000;
+
+/// Where a companion's bytes are, as found for a room.
+#[derive(Debug, Clone)]
+pub(super) enum Held {
+    Url(String),
+    File(Value),
+}
+
+impl Held {
+    pub fn source(&self) -> crate::render::Source<'_> {
+        match self {
+            Held::Url(url) => crate::render::Source::Url(url),
+            Held::File(file) => crate::render::Source::File(file),
+        }
+    }
+}
+
+impl Runner<'_> {
+    /// Whether `room` is encrypted, as the persona writes to it.
+    pub(super) async fn encrypted(&self, room: &RoomId) -> Result<bool, Stop> {
+        self.outbox.encrypted(room, &self.scope.persona).await.map_err(outbox_error)
+    }
+
+    /// The room a planned call writes to: a send's target, an edit's message's room.
+    pub(super) async fn room_of(&self, call: &RichCall) -> Result<OwnedRoomId, Stop> {
+        match call {
+            RichCall::Send { room, .. } => Ok(targets::resolve(self.store, self.outbox, self.scope, room).await?),
+            RichCall::Edit { event_id, .. } => {
+                let sent = self.store.sent_message(event_id).await.map_err(internal)?;
+                Ok(sent.map_or_else(|| self.scope.room.clone(), |m| m.room_id))
+            }
+        }
+    }
+
+    /// Each chart block of `payload` drawn and uploaded as call `nth`'s, encrypted for an
+    /// encrypted room.
+    pub(super) async fn draw_charts(&self, payload: &Rich, nth: u32, encrypt: bool) -> Result<Vec<Drawn>, Stop> {
+        let mut drawn = Vec::new();
+        for (i, block) in payload.blocks().iter().enumerate() {
+            let Block::Known { spec, fields } = block else { continue };
+            let Some(chart) = Chart::from_block(fields).filter(|_| spec.name == "chart") else { continue };
+            let alt = chart::describe(&chart);
+            let png = match tokio::task::spawn_blocking(move || chart::draw(&chart)).await {
+                Ok(Ok(png)) => png,
+                Ok(Err(why)) => {
+                    tracing::warn!(turn = self.turn, why, "a chart was not drawn; its numbers are in the text");
+                    continue;
+                }
+                Err(e) => return Err(Stop::Tool(internal(e))),
+            };
+            let key = UploadKey { turn: self.turn, nth, idx: CHART_IDX + u32::try_from(i).unwrap_or(0) };
+            let upload = Upload { key, bytes: &png.bytes, mimetype: "image/png", name: "chart.png", encrypt };
+            match self.upload(upload, "").await {
+                Ok(uploaded) => {
+                    drawn.push(Drawn { block: i, uploaded, alt, bytes: png.bytes.len(), size: (png.width, png.height) })
+                }
+                Err(Stop::Tool(e)) => {
+                    tracing::warn!(turn = self.turn, error = %e.error, "a chart was not uploaded; its numbers are in the text");
+                }
+                Err(stop) => return Err(stop),
+            }
+        }
+        Ok(drawn)
+    }
+
+    /// How a message in a room (`encrypted` or not) refers to `mxc`: by the `file` object
+    /// of an encrypted upload (the persona's own, or one a member posted encrypted), else
+    /// by its URL.
+    pub(super) async fn held(&self, mxc: &str, encrypted: bool) -> Result<Held, Stop> {
+        if !encrypted {
+            return Ok(Held::Url(mxc.to_owned()));
+        }
+        let own = self.store.own_upload(&self.scope.persona, mxc).await.map_err(internal)?;
+        let file = match own.and_then(|row| row.encryption) {
+            Some(e) => serde_json::from_str::<Value>(&e).ok().map(|mut file| {
+                file["url"] = Value::String(mxc.to_owned());
+                file
+            }),
+            None => self.store.media_file(mxc).await.map_err(internal)?,
+        };
+        Ok(file.map_or_else(|| Held::Url(mxc.to_owned()), Held::File))
+    }
+}
