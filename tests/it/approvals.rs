@@ -16,6 +16,13 @@ async fn store() -> (Store, tempfile::TempDir) {
     (Store::open(&url).await.expect("open"), dir)
 }
 
+/// A turn of Alice's in `!r:x`, started now: its id, and now (ms).
+async fn alices_turn(s: &Store) -> (i64, i64) {
+    let now = richbot::clock::now_ms();
+    let turn = s.start_turn(room_id!("!r:x"), user_id!("@bot:x"), user_id!("@alice:x"), &[], None, now).await;
+    (turn.expect("turn").id, now)
+}
+
 /// The asker's ✅ to `notice`, sent at `sent_at` (ms).
 fn check_mark(id: &str, notice: &str, sent_at: i64) -> richbot::store::NewEvent {
     let mut e = crate::support::message(id, "!r:x");
@@ -30,10 +37,8 @@ fn check_mark(id: &str, notice: &str, sent_at: i64) -> richbot::store::NewEvent 
 #[tokio::test]
 async fn a_check_mark_sent_after_the_deadline_never_counts_and_one_sent_before_does() {
     let (s, _dir) = store().await;
-    let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
-    let now = richbot::clock::now_ms();
-    let turn = s.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
-    let new = |nth| crate::support::approval(turn.id, nth, now);
+    let (turn, now) = alices_turn(&s).await;
+    let new = |nth| crate::support::approval(turn, nth, now);
     let late = s.open_approval(&new(0)).await.expect("open");
     s.set_approval_notice(late.id, event_id!("$late")).await.expect("notice");
     let in_time = s.open_approval(&new(1)).await.expect("open");
@@ -53,18 +58,16 @@ async fn a_check_mark_sent_after_the_deadline_never_counts_and_one_sent_before_d
 #[tokio::test]
 async fn an_approval_is_spent_by_one_run_and_the_next_ask_is_a_new_attempt() {
     let (s, _dir) = store().await;
-    let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
-    let now = richbot::clock::now_ms();
-    let turn = s.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
-    let new = crate::support::approval(turn.id, 0, now);
+    let (turn, now) = alices_turn(&s).await;
+    let new = crate::support::approval(turn, 0, now);
     let first = s.open_approval(&new).await.expect("open");
     assert_eq!(s.open_approval(&new).await.expect("again").id, first.id, "a resumed wait finds its approval");
     assert!(s.decide_approval(first.id, "allow", None, now).await.expect("decide"));
     assert!(s.use_approval(first.id, now).await.expect("use"), "the run spends it");
     assert!(!s.use_approval(first.id, now).await.expect("use"), "once");
-    assert!(!s.tool_started(turn.id, 0).await.expect("started"));
-    s.start_tool(turn.id, 0, now).await.expect("start");
-    assert!(s.tool_started(turn.id, 0).await.expect("started"));
+    assert!(!s.tool_started(turn, 0).await.expect("started"));
+    s.start_tool(turn, 0, now).await.expect("start");
+    assert!(s.tool_started(turn, 0).await.expect("started"));
     // The run was cut off: the call is asked again, as a new attempt with no decision.
     let second = s.open_approval(&new).await.expect("open");
     assert_ne!(second.id, first.id);
@@ -75,10 +78,8 @@ async fn an_approval_is_spent_by_one_run_and_the_next_ask_is_a_new_attempt() {
 #[tokio::test]
 async fn a_check_mark_stored_before_its_notice_was_recorded_decides_the_wait() {
     let (s, _dir) = store().await;
-    let (room, alice) = (room_id!("!r:x"), user_id!("@alice:x"));
-    let now = richbot::clock::now_ms();
-    let turn = s.start_turn(room, user_id!("@bot:x"), alice, &[], None, now).await.expect("turn");
-    let opened = s.open_approval(&crate::support::approval(turn.id, 0, now)).await.expect("open");
+    let (turn, now) = alices_turn(&s).await;
+    let opened = s.open_approval(&crate::support::approval(turn, 0, now)).await.expect("open");
     // The notice went out, richbot was killed before recording it, and the asker's ✅
     // arrived at the door of the next run before the resumed turn recorded it.
     let approvals = Approvals::new(s.clone());
@@ -93,5 +94,8 @@ async fn a_check_mark_stored_before_its_notice_was_recorded_decides_the_wait() {
         waited.expect("decided without waiting for the deadline").expect("wait"),
         richbot::approval::Decision::Allow
     );
-    assert!(s.pending_events(room).await.expect("pending").is_empty(), "the reaction is settled, no turn of its own");
+    assert!(
+        s.pending_events(room_id!("!r:x")).await.expect("pending").is_empty(),
+        "the reaction is settled, no turn of its own"
+    );
 }
