@@ -30,7 +30,10 @@ async fn main() {
         std::env::var("SHOWCASE_ONLY").ok().map(|k| k.split(',').map(str::to_owned).collect());
     let samples: Vec<(String, Step)> =
         samples::all().into_iter().filter(|(kind, _)| only.as_ref().is_none_or(|o| o.contains(kind))).collect();
-    let env = Env::start().await;
+    // Some twenty-five questions a minute from one member: more than a room is answered
+    // by default before the persona pauses it as a loop.
+    let extra_toml = "[limits]\nturns_per_room_per_minute = 100\nturns_per_user_per_minute = 100\n".to_owned();
+    let env = Env::start_with(support::Options { extra_toml, ..Default::default() }).await;
     let answers = samples.clone();
     env.llm.respond_with(move |request| {
         let messages = request["messages"].as_array().cloned().unwrap_or_default();

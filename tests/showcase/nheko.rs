@@ -3,6 +3,7 @@
 //! token in the Secret Service, so it runs in a D-Bus session of its own with an unlocked
 //! gnome-keyring, with its own `HOME` and `XDG_RUNTIME_DIR`.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -24,6 +25,7 @@ fn pause(ms: u64) -> impl Future<Output = ()> {
 impl Nheko {
     /// Starts Xvfb and nheko (at its welcome page).
     pub fn start(_hs: &str, out: &Path) -> Self {
+        assert!(!display_up(), "display {DISPLAY} is taken (an earlier run's Xvfb?): end it first");
         let xvfb = Command::new("Xvfb")
             .args([DISPLAY, "-screen", "0", "1280x1300x24", "-nolisten", "tcp"])
             .stdout(Stdio::null())
@@ -51,8 +53,11 @@ impl Nheko {
                 "--",
                 "sh",
                 "-c",
-                "echo -n showcase | gnome-keyring-daemon --unlock --components=secrets >/dev/null; exec nheko",
+                // In the foreground, so it stays in the group and ends with it.
+                "echo -n showcase | gnome-keyring-daemon --unlock --components=secrets --foreground >/dev/null & \
+                 sleep 1; exec nheko",
             ])
+            .process_group(0)
             .env("HOME", home.path())
             .env("XDG_RUNTIME_DIR", &run)
             .env("DISPLAY", DISPLAY)
@@ -144,10 +149,22 @@ impl Nheko {
         pause(2_000).await;
     }
 
-    pub fn stop(mut self) {
-        let _ = self.nheko.kill();
+    /// Ends nheko (its whole process group: the D-Bus session and the keyring) and Xvfb.
+    pub fn stop(self) {}
+}
+
+impl Drop for Nheko {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.nheko.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
         let _ = self.nheko.wait();
         let _ = self.xvfb.kill();
         let _ = self.xvfb.wait();
     }
+}
+
+/// Whether an X server answers on [`DISPLAY`].
+fn display_up() -> bool {
+    let up = Command::new("xdpyinfo").args(["-display", DISPLAY]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    up.is_ok_and(|s| s.success())
 }
