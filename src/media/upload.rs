@@ -54,11 +54,13 @@ impl Media {
     /// there is one (filled again if it never was), else a new one.
     pub async fn upload(&self, store: &Store, persona: &UserId, upload: Upload<'_>) -> Result<Uploaded, UploadError> {
         let stored = |e: crate::store::Error| UploadError::Store(e.to_string());
+        // A record: its URL, whether it is still to fill, and the key it is sealed with.
+        let recorded = |row: crate::store::UploadRow| {
+            let file = row.encryption.as_deref().and_then(|e| serde_json::from_str::<serde_json::Value>(e).ok());
+            (row.mxc, !row.uploaded, file)
+        };
         let (mxc, fill, file) = match store.upload(upload.key).await.map_err(stored)? {
-            Some(row) => {
-                let file = row.encryption.as_deref().and_then(|e| serde_json::from_str(e).ok());
-                (row.mxc, !row.uploaded, file)
-            }
+            Some(row) => recorded(row),
             None => {
                 let max = self.limits.max_upload_bytes;
                 if upload.bytes.len() > max {
@@ -75,13 +77,8 @@ impl Media {
                 let reserved = (upload.key, persona, mxc.as_str(), upload.bytes.len());
                 store.reserve_upload(reserved, encryption.as_deref(), now).await.map_err(stored)?;
                 // Another run may have recorded it first: what is recorded stands.
-                match store.upload(upload.key).await.map_err(stored)? {
-                    Some(row) => {
-                        let file = row.encryption.as_deref().and_then(|e| serde_json::from_str(e).ok());
-                        (row.mxc, !row.uploaded, file)
-                    }
-                    None => return Err(UploadError::Store("the upload's record vanished".into())),
-                }
+                let row = store.upload(upload.key).await.map_err(stored)?;
+                recorded(row.ok_or_else(|| UploadError::Store("the upload's record vanished".into()))?)
             }
         };
         // The key and IV are the recorded ones; the hash is of these bytes.

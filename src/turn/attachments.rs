@@ -64,8 +64,12 @@ impl Runner<'_> {
             }
             for d in drawn.iter().filter(|d| d.block == i) {
                 let info = Info { mimetype: Some("image/png"), size: Some(d.bytes as u64), dimensions: Some(d.size) };
-                let held = self.held(&d.uploaded.mxc, encrypted).await?;
-                contents.push(render::image_message(&d.alt, held.source(), info, rel));
+                // Drawn for this room: encrypted with it, its `file` at hand.
+                let source = match &d.uploaded.file {
+                    Some(file) => render::Source::File(file),
+                    None => render::Source::Url(&d.uploaded.mxc),
+                };
+                contents.push(render::image_message(&d.alt, source, info, rel));
             }
             for (mxc, words) in pictures(spec.name, fields) {
                 let name = if words.trim().is_empty() { "picture".to_owned() } else { words };

@@ -31,7 +31,7 @@ mod external;
 mod live;
 mod notices;
 mod outcome;
-mod pictures;
+pub mod pictures;
 mod planned;
 mod polls;
 mod record;

@@ -4,6 +4,10 @@
 //! the message shows it inline (`render::Pictures`); in an encrypted room it is uploaded
 //! encrypted and goes as an `m.image` after the message (`attachments`). A chart that
 //! cannot be drawn or uploaded is left to its numbers, which the text carries anyway.
+//!
+//! Drawing costs CPU, so a model cannot make richbot draw without end: at most
+//! [`CHARTS_PER_MESSAGE`] charts of a message are drawn, and none after the turn's
+//! uploads ran out (`media.uploads_per_turn`); the rest are shown by their numbers.
 
 use ruma::{OwnedRoomId, RoomId};
 use serde_json::Value;
@@ -16,11 +20,14 @@ use crate::blocks::{Block, Rich};
 use crate::chart::{self, Chart};
 use crate::media::Upload;
 use crate::store::UploadKey;
-use crate::tools::RichCall;
+use crate::tools::{RichCall, ToolErrorCode};
 
 /// Upload numbers of a call's charts (plus the block's place): apart from its `data:`
 /// URLs' (0, 1, ...).
 const CHART_IDX: u32 = 1_000;
+
+/// Charts of one message drawn at most.
+pub const CHARTS_PER_MESSAGE: usize = 4;
 
 /// Where a companion's bytes are, as found for a room.
 #[derive(Debug, Clone)]
@@ -59,9 +66,11 @@ impl Runner<'_> {
     /// encrypted room.
     pub(super) async fn draw_charts(&self, payload: &Rich, nth: u32, encrypt: bool) -> Result<Vec<Drawn>, Stop> {
         let mut drawn = Vec::new();
-        for (i, block) in payload.blocks().iter().enumerate() {
-            let Block::Known { spec, fields } = block else { continue };
-            let Some(chart) = Chart::from_block(fields).filter(|_| spec.name == "chart") else { continue };
+        let charts = payload.blocks().iter().enumerate().filter_map(|(i, block)| match block {
+            Block::Known { spec, fields } if spec.name == "chart" => Some((i, Chart::from_block(fields)?)),
+            _ => None,
+        });
+        for (i, chart) in charts.take(CHARTS_PER_MESSAGE) {
             let alt = chart::describe(&chart);
             let png = match tokio::task::spawn_blocking(move || chart::draw(&chart)).await {
                 Ok(Ok(png)) => png,
@@ -79,6 +88,10 @@ impl Runner<'_> {
                 }
                 Err(Stop::Tool(e)) => {
                     tracing::warn!(turn = self.turn, error = %e.error, "a chart was not uploaded; its numbers are in the text");
+                    // Out of uploads: the next ones would be drawn for nothing.
+                    if e.code == ToolErrorCode::LimitReached {
+                        break;
+                    }
                 }
                 Err(stop) => return Err(stop),
             }

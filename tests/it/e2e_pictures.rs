@@ -112,3 +112,20 @@ async fn in_an_encrypted_dm_pictures_go_encrypted_after_the_message_and_none_is_
     assert_eq!(Some(card), sent[2]["content"]["file"]["url"].as_str());
     alice.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_asking_for_many_charts_gets_a_few_drawn_and_the_rest_as_numbers() {
+    let env = Env::start().await;
+    let room = env.dm().await;
+    let charts: Vec<Value> =
+        (0..7).map(|n| json!({"type": "chart", "title": format!("Chart {n}"), "series": [n, n + 1, n + 2]})).collect();
+    let args = json!({"payload": {"v": 1, "blocks": charts}, "fallback": "Seven charts."});
+    env.llm.script([call("rich_send", args), text("[no reply]")]);
+    env.alice.say(&room, "chart everything").await;
+    env.wait_turns(&room, 1).await;
+    let sent = env.alice.messages_from(&room, BOT).await;
+    let html = sent[0]["content"]["formatted_body"].as_str().expect("html");
+    assert_eq!(images(html).len(), richbot::turn::pictures::CHARTS_PER_MESSAGE, "{html}");
+    let body = sent[0]["content"]["body"].as_str().expect("body");
+    assert!(body.contains("Chart 6") && body.contains('8'), "the undrawn ones by their numbers: {body}");
+}
