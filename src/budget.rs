@@ -4,7 +4,8 @@
 //! each call it reserves the estimated cost (the prompt's characters / 4, plus
 //! `max_tokens`); a budget without room for it means the call is not made; after the
 //! call the reservation is settled with the usage the API reported (or, where it reported
-//! none, the estimate). A call cut part-way or timed out is settled with the prompt's
+//! none, the estimate), a prompt token the provider reused from its cache counting for
+//! `budget.cached_token_weight` of a fresh one. A call cut part-way or timed out is settled with the prompt's
 //! estimate plus what streamed (characters / 4): never free, or a member could spend
 //! without limit on answers that stop short.
 
@@ -24,11 +25,25 @@ pub struct Budget {
     budgets: Budgets,
     exempt: Vec<Regex>,
     max_tokens: u32,
+    /// What a cached prompt token counts for (`budget.cached_token_weight`).
+    cached_weight: f64,
 }
 
 impl Budget {
     pub fn new(budgets: Budgets, exempt: Vec<Regex>, max_tokens: u32) -> Self {
-        Self { budgets, exempt, max_tokens }
+        Self { budgets, exempt, max_tokens, cached_weight: 1.0 }
+    }
+
+    /// Cached prompt tokens count for `weight` of a fresh one.
+    pub fn with_cached_weight(self, weight: f64) -> Self {
+        Self { cached_weight: weight.clamp(0.0, 1.0), ..self }
+    }
+
+    /// What a call's reported usage costs against the budgets: fresh prompt and
+    /// completion tokens whole, cached ones at their weight (rounded up).
+    pub fn cost(&self, usage: agent::Usage) -> u64 {
+        let cached = (usage.cached as f64 * self.cached_weight).ceil() as u64;
+        usage.fresh() + cached + usage.completion
     }
 
     /// The budgets that apply to `asker` (no per-user one when exempt).
@@ -126,8 +141,9 @@ impl<L: Complete + Sync> Complete for Metered<'_, L> {
             Err(e) => return Err(self.stop(Stop::Store(e))),
         };
         let result = self.llm.complete(messages, tools, live).await;
+        let reported = result.as_ref().map(|r| r.usage).unwrap_or_default();
         let used = match &result {
-            Ok(reply) if reply.usage.prompt + reply.usage.completion > 0 => reply.usage.prompt + reply.usage.completion,
+            Ok(reply) if reply.usage.prompt + reply.usage.completion > 0 => self.budget.cost(reply.usage),
             Ok(_) => estimate,
             // A stream cut part-way, or a call that timed out, was read and partly
             // answered: the prompt, and what streamed before it stopped.
@@ -136,7 +152,7 @@ impl<L: Complete + Sync> Complete for Metered<'_, L> {
             // A call refused outright is not billed by the APIs richbot talks to.
             Err(_) => 0,
         };
-        if let Err(e) = self.store.settle_tokens(id, used).await {
+        if let Err(e) = self.store.settle_tokens(id, used, (reported.prompt, reported.cached)).await {
             tracing::warn!(error = %e, "could not settle a token reservation; the estimate stands");
         }
         result

@@ -23,6 +23,8 @@ pub struct Metrics {
     pub llm_requests: AtomicU64,
     pub llm_failures: AtomicU64,
     pub prompt_tokens: AtomicU64,
+    /// Of the prompt tokens, those the provider reused from its cache.
+    pub cached_prompt_tokens: AtomicU64,
     pub completion_tokens: AtomicU64,
     pub edit_wait_ms: AtomicU64,
     turns: Mutex<BTreeMap<String, u64>>,
@@ -77,7 +79,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 12] = [
+        let counters: [(&str, &str, &AtomicU64); 13] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
@@ -96,6 +98,11 @@ impl Metrics {
             ("richbot_llm_requests_total", "Chat completions requested.", &self.llm_requests),
             ("richbot_llm_failures_total", "Chat completions that failed for good.", &self.llm_failures),
             ("richbot_llm_prompt_tokens_total", "Prompt tokens reported by the LLM.", &self.prompt_tokens),
+            (
+                "richbot_llm_cached_prompt_tokens_total",
+                "Of the prompt tokens, those the LLM reused from its cache (the rest were evaluated afresh).",
+                &self.cached_prompt_tokens,
+            ),
             ("richbot_llm_completion_tokens_total", "Completion tokens reported by the LLM.", &self.completion_tokens),
             ("richbot_edit_wait_milliseconds_total", "Time edits waited for their slot.", &self.edit_wait_ms),
         ];

@@ -172,7 +172,7 @@ pub fn turn_limits(settings: &Settings) -> turn::Limits {
     }
 }
 
-/// The token budgets of `[limits]`.
+/// The token budgets of `[limits]`, counted as `[budget]` says.
 pub fn budget(settings: &Settings) -> budget::Budget {
     let l = &settings.config.limits;
     let budgets = store::Budgets {
@@ -183,6 +183,7 @@ pub fn budget(settings: &Settings) -> budget::Budget {
     // Reserved before each call: the largest answer any persona's endpoint may give.
     let max_tokens = settings.endpoints.iter().map(|e| e.max_tokens).fold(settings.config.llm.max_tokens, u32::max);
     budget::Budget::new(budgets, settings.exempt.clone(), max_tokens)
+        .with_cached_weight(settings.config.budget.cached_token_weight)
 }
 
 /// When the personas answer, and how often: `[bot]`, `[access]` and `[limits]`.

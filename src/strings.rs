@@ -87,13 +87,22 @@ pub fn budget_spent(which: &str, limit: u64, refills_at: &str) -> String {
     )
 }
 
-/// The answer to `!usage`.
-pub fn usage(asker: &str, tokens: u64, turns: u64, limit: Option<u64>) -> String {
+/// The answer to `!usage`: `used` is (tokens as the budget counts them, turns, prompt
+/// tokens, of which cached).
+pub fn usage(asker: &str, (tokens, turns, prompt, cached): (u64, u64, u64, u64), limit: Option<u64>) -> String {
     let limit = match limit {
         Some(n) => format!("Your limit is {n} tokens a day."),
         None => "You have no personal limit.".to_owned(),
     };
-    format!("{asker}: over the last 24 hours you used {tokens} tokens in {turns} turn(s). {limit}")
+    let prompt = if prompt > 0 {
+        format!(
+            " Of the {prompt} prompt tokens, {cached} were reused from the model server's cache and {} read afresh.",
+            prompt.saturating_sub(cached)
+        )
+    } else {
+        String::new()
+    };
+    format!("{asker}: over the last 24 hours you used {tokens} tokens in {turns} turn(s).{prompt} {limit}")
 }
 
 /// The answer to `!help`.

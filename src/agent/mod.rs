@@ -94,11 +94,27 @@ impl ToolCall {
     }
 }
 
-/// Token counts, summed over a turn.
+/// Token counts, summed over a turn. `cached` is the part of `prompt` the provider did not
+/// evaluate again (reused from its cache of an earlier request's prefix).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt: u64,
     pub completion: u64,
+    #[serde(default)]
+    pub cached: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.prompt += other.prompt;
+        self.completion += other.completion;
+        self.cached += other.cached;
+    }
+
+    /// The prompt tokens the provider evaluated.
+    pub fn fresh(&self) -> u64 {
+        self.prompt.saturating_sub(self.cached)
+    }
 }
 
 /// One model answer.
@@ -193,8 +209,7 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
             Ok(r) => r,
             Err(e) => return (Err(e), messages),
         };
-        usage.prompt += reply.usage.prompt;
-        usage.completion += reply.usage.completion;
+        usage.add(reply.usage);
         messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
         if reply.tool_calls.is_empty() {
             return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false }), messages);

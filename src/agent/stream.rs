@@ -51,9 +51,8 @@ where
             Ok(Some(event)) => event.map_err(|e| Error::Cut(text.clone(), e.to_string()))?,
         };
         wait = pace.idle;
-        if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
-            let count = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            usage = Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") };
+        if let Some(u) = super::wire::usage(&event) {
+            usage = u;
         }
         let Some(choice) = event.get("choices").and_then(|c| c.get(0)) else { continue };
         let reason = choice.get("finish_reason").and_then(Value::as_str).filter(|r| !r.is_empty());
@@ -130,7 +129,7 @@ mod tests {
         assert_eq!(reply.text.as_deref(), Some("Hello"));
         assert_eq!(*watch.borrow(), "Hello");
         assert_eq!(reply.tool_calls, vec![ToolCall::new("c1", "rich_send", "{\"a\": 1}")]);
-        assert_eq!(reply.usage, Usage { prompt: 7, completion: 3 });
+        assert_eq!(reply.usage, Usage { prompt: 7, completion: 3, cached: 0 });
 
         let cut: Vec<Result<Value, String>> = vec![piece("Half an"), Err("connection reset".into())];
         match read(futures::stream::iter(cut), &live, PACE).await {
@@ -211,6 +210,6 @@ mod tests {
         let mut cut = ToolCall::new("b", "rich_send", "{\"y\": \"tru");
         cut.cut = true;
         assert_eq!(reply.tool_calls, vec![ToolCall::new("a", "rich_send", "{\"x\": 1}"), cut]);
-        assert_eq!(reply.usage, Usage { prompt: 5, completion: 9 });
+        assert_eq!(reply.usage, Usage { prompt: 5, completion: 9, cached: 0 });
     }
 }

@@ -68,10 +68,27 @@ pub fn reply(response: &Value) -> Option<Reply> {
                 .collect()
         })
         .unwrap_or_default();
-    let usage = response.get("usage");
-    let count = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    let usage = Usage { prompt: count("prompt_tokens"), completion: count("completion_tokens") };
+    let usage = usage(response).unwrap_or_default();
     Some(Reply { text, tool_calls, usage }.stopped_at_length(length))
+}
+
+/// The usage a response (or a stream's event) reports, if any: `usage` as OpenAI has it,
+/// with the cached part of the prompt in `prompt_tokens_details.cached_tokens` (OpenAI,
+/// vLLM, recent llama.cpp), or in llama.cpp's own `timings` (`cache_n` reused, `prompt_n`
+/// evaluated).
+pub fn usage(response: &Value) -> Option<Usage> {
+    let usage = response.get("usage").filter(|u| u.is_object());
+    let timings = response.get("timings").filter(|t| t.is_object());
+    if usage.is_none() && timings.is_none() {
+        return None;
+    }
+    let count = |v: Option<&Value>, k: &str| v.and_then(|u| u.get(k)).and_then(Value::as_u64);
+    let details = usage.and_then(|u| u.get("prompt_tokens_details"));
+    let cached = count(details, "cached_tokens").or(count(timings, "cache_n")).unwrap_or(0);
+    let evaluated = count(timings, "prompt_n").map(|n| n + cached);
+    let prompt = count(usage, "prompt_tokens").unwrap_or(0).max(evaluated.unwrap_or(0));
+    let completion = count(usage, "completion_tokens").or(count(timings, "predicted_n")).unwrap_or(0);
+    Some(Usage { prompt, completion, cached: cached.min(prompt) })
 }
 
 #[cfg(test)]
@@ -89,7 +106,30 @@ mod tests {
         assert_eq!(r.tool_calls[0].arguments, "{\"a\":1}");
         assert_eq!(r.tool_calls[1].id, "call_1");
         assert_eq!(r.tool_calls[1].arguments, "{\"b\":2}");
-        assert_eq!(r.usage, Usage { prompt: 10, completion: 3 });
+        assert_eq!(r.usage, Usage { prompt: 10, completion: 3, cached: 0 });
         assert_eq!(reply(&json!({"error": "x"})), None);
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_read_where_each_server_reports_them() {
+        let openai = json!({"usage": {"prompt_tokens": 2006, "completion_tokens": 300,
+            "prompt_tokens_details": {"cached_tokens": 1920}}});
+        assert_eq!(usage(&openai), Some(Usage { prompt: 2006, completion: 300, cached: 1920 }));
+        // llama.cpp: both, as measured from its server here.
+        let llama = json!({"usage": {"completion_tokens": 8, "prompt_tokens": 39, "prompt_tokens_details": {"cached_tokens": 34}},
+            "timings": {"cache_n": 34, "prompt_n": 5, "predicted_n": 8}});
+        assert_eq!(usage(&llama), Some(Usage { prompt: 39, completion: 8, cached: 34 }));
+        // A llama.cpp that reports timings only, or counts only what it evaluated.
+        let timings =
+            json!({"usage": {"prompt_tokens": 5, "completion_tokens": 8}, "timings": {"cache_n": 34, "prompt_n": 5}});
+        assert_eq!(usage(&timings), Some(Usage { prompt: 39, completion: 8, cached: 34 }));
+        assert_eq!(
+            usage(&json!({"timings": {"cache_n": 2, "prompt_n": 3, "predicted_n": 1}})),
+            Some(Usage { prompt: 5, completion: 1, cached: 2 })
+        );
+        assert_eq!(usage(&json!({"usage": null})), None);
+        // Nonsense is bounded: never more cached than the prompt.
+        let odd = json!({"usage": {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": 9}}});
+        assert_eq!(usage(&odd).map(|u| u.fresh()), Some(0));
     }
 }

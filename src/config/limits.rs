@@ -53,3 +53,18 @@ impl Default for Limits {
         }
     }
 }
+
+/// `[budget]`: how the token budgets of `[limits]` count a model call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetConfig {
+    /// What a prompt token the provider reused from its cache counts for, against a fresh
+    /// one's 1 (hosted APIs bill them at a fraction; a local server spends little on them).
+    pub cached_token_weight: f64,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self { cached_token_weight: 1.0 }
+    }
+}

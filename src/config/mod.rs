@@ -30,7 +30,7 @@ pub use crate::tools::registry::Access as McpAccess;
 pub use agents::MIN_TOKEN_CHARS;
 pub use encryption::Encryption;
 pub use endpoints::Endpoint;
-pub use limits::Limits;
+pub use limits::{BudgetConfig, Limits};
 pub use media::MediaConfig;
 pub use persona::Persona;
 pub use sections::{
@@ -69,6 +69,8 @@ pub struct Config {
     pub access: Access,
     #[serde(default)]
     pub limits: Limits,
+    #[serde(default)]
+    pub budget: BudgetConfig,
     #[serde(default)]
     pub logging: Logging,
     #[serde(default)]

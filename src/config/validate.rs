@@ -177,6 +177,13 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         }
     }
 
+    let weight = config.budget.cached_token_weight;
+    if !(0.0..=1.0).contains(&weight) {
+        problems.push(format!(
+            "budget.cached_token_weight: must be from 0 to 1 (a cached token costs at most a fresh one), not {weight}"
+        ));
+    }
+
     match (problems.is_empty(), registration, listen) {
         (true, Some((registration, crypto_missing)), Ok(listen)) => Ok(Settings {
             config,

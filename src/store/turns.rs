@@ -38,6 +38,8 @@ pub struct TurnRecord {
     pub rounds: u32,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the provider reused from its cache.
+    pub cached_tokens: u64,
 }
 
 impl Store {
@@ -155,14 +157,15 @@ impl Store {
     /// `turn_done` trigger (migration 0029), in this one statement.
     pub async fn finish_turn(&self, id: i64, record: &TurnRecord, now: i64) -> Result<bool> {
         let done = sqlx::query(
-            "UPDATE turns SET state = 'done', finished_at = $1, outcome = $2, rounds = $3, prompt_tokens = $4, completion_tokens = $5
-             WHERE id = $6 AND state = 'running'",
+            "UPDATE turns SET state = 'done', finished_at = $1, outcome = $2, rounds = $3, prompt_tokens = $4, completion_tokens = $5,
+             cached_tokens = $6 WHERE id = $7 AND state = 'running'",
         )
         .bind(now)
         .bind(&record.outcome)
         .bind(i64::from(record.rounds))
         .bind(record.prompt_tokens as i64)
         .bind(record.completion_tokens as i64)
+        .bind(record.cached_tokens as i64)
         .bind(id)
         .execute(&self.writer)
         .await?;

@@ -33,11 +33,14 @@ pub struct Spent {
     pub refills_at: i64,
 }
 
-/// What one user used over the rolling day.
+/// What one user used over the rolling day: `tokens` as the budget counts them, and of
+/// the prompt tokens within, those the provider reused from its cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DayUse {
     pub tokens: u64,
     pub turns: u64,
+    pub prompt: u64,
+    pub cached: u64,
 }
 
 /// The advisory lock budget reservations take on PostgreSQL: "rbbudget" in ASCII, apart
@@ -124,13 +127,18 @@ impl Store {
         Ok(Err(Spent { kind: BudgetKind::Deployment, refills_at: now + DAY_MS }))
     }
 
-    /// Replaces a reservation's estimate with the tokens the call really used.
-    pub async fn settle_tokens(&self, id: i64, tokens: u64) -> Result<()> {
-        sqlx::query("UPDATE llm_usage SET tokens = $1, settled = 1 WHERE id = $2")
-            .bind(limit(tokens))
-            .bind(id)
-            .execute(&self.writer)
-            .await?;
+    /// Replaces a reservation's estimate with the tokens the call really used (as the
+    /// budget counts them), and records its prompt tokens and the cached part of them.
+    pub async fn settle_tokens(&self, id: i64, tokens: u64, (prompt, cached): (u64, u64)) -> Result<()> {
+        sqlx::query(
+            "UPDATE llm_usage SET tokens = $1, settled = 1, prompt_tokens = $2, cached_tokens = $3 WHERE id = $4",
+        )
+        .bind(limit(tokens))
+        .bind(limit(prompt))
+        .bind(limit(cached))
+        .bind(id)
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 
@@ -138,14 +146,16 @@ impl Store {
     /// that asked the model.
     pub async fn day_use(&self, user: &UserId, now: i64) -> Result<DayUse> {
         let since = now - DAY_MS;
-        let tokens: i64 = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) AS n FROM llm_usage WHERE user_id = $1 AND at > $2",
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) AS n, CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS p,
+                    CAST(COALESCE(SUM(cached_tokens), 0) AS BIGINT) AS c
+             FROM llm_usage WHERE user_id = $1 AND at > $2",
         )
         .bind(user.as_str())
         .bind(since)
         .fetch_one(&self.pool)
-        .await?
-        .try_get("n")?;
+        .await?;
+        let (tokens, prompt, cached): (i64, i64, i64) = (row.try_get("n")?, row.try_get("p")?, row.try_get("c")?);
         // Turns that asked the model: not richbot's own notices (commands, limits) and not
         // those refused before any model call.
         let turns: i64 = sqlx::query(
@@ -156,7 +166,12 @@ impl Store {
         .fetch_one(&self.pool)
         .await?
         .try_get("n")?;
-        Ok(DayUse { tokens: tokens.unsigned_abs(), turns: turns.unsigned_abs() })
+        Ok(DayUse {
+            tokens: tokens.unsigned_abs(),
+            turns: turns.unsigned_abs(),
+            prompt: prompt.unsigned_abs(),
+            cached: cached.unsigned_abs(),
+        })
     }
 
     /// Whether the spent budget `key` is to be told now: true the first time, and again

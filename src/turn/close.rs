@@ -45,6 +45,7 @@ impl Closer<'_> {
             rounds: done.rounds,
             prompt_tokens: done.usage.prompt,
             completion_tokens: done.usage.completion,
+            cached_tokens: done.usage.cached,
         };
         let outcome = match done.text.as_deref().map(str::trim) {
             Some(text) if text != strings::NO_REPLY && !text.is_empty() => match failed {

@@ -40,7 +40,7 @@ impl Turns {
     ) -> Result<Vec<Message>, Error> {
         // Everything in the room up to now: the persona's answers posted after the
         // triggering events (a previous turn still running then) included.
-        let history = self.store.history(&scope.room, i64::MAX, 200).await?;
+        let history = self.store.history(&scope.room, i64::MAX, context::HISTORY_EVENTS).await?;
         // Pictures only for a model that sees: configured so, and its endpoint never
         // refused them.
         let sees = persona.vision && self.llm_of(&persona.user_id).sees();

@@ -261,9 +261,8 @@ impl Turns {
         scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
         events: &[StoredEvent],
     ) -> Result<Outcome, Error> {
-        let asker = scope_of.2;
-        let (used, limit) = self.budget.day_use(&self.store, asker).await?;
-        let text = strings::usage(asker.as_str(), used.tokens, used.turns, limit);
+        let (u, limit) = self.budget.day_use(&self.store, scope_of.2).await?;
+        let text = strings::usage(scope_of.2.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
         self.notice(scope_of, events, text, Outcome::Command("usage".to_owned())).await
     }
 
@@ -286,6 +285,7 @@ impl Turns {
             Ok(outcome) => {
                 Metrics::add(&self.metrics.llm_requests, u64::from(outcome.rounds.saturating_sub(replayed)));
                 Metrics::add(&self.metrics.prompt_tokens, outcome.usage.prompt);
+                Metrics::add(&self.metrics.cached_prompt_tokens, outcome.usage.cached);
                 Metrics::add(&self.metrics.completion_tokens, outcome.usage.completion);
             }
             Err(agent::Error::NotAllowed(_) | agent::Error::Suspended(_)) => {

@@ -20,10 +20,16 @@ fn calls(list: &[(&str, Value)]) -> Step {
     Step::Calls(list.iter().map(|(n, a)| ((*n).to_owned(), a.to_string())).collect())
 }
 
-/// The poll id the system prompt lists for `question`.
+/// The text of a request's messages: the polls are told in the newest one's first lines.
+fn told(request: &Value) -> String {
+    let messages = request["messages"].as_array().into_iter().flatten();
+    messages.filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
+/// The poll id the prompt lists for `question`.
 fn listed(request: &Value, question: &str) -> Option<String> {
-    let system = request["messages"][0]["content"].as_str()?;
-    let line = system.lines().find(|l| l.starts_with("- $") && l.contains(&format!("{question:?}")))?;
+    let told = told(request);
+    let line = told.lines().find(|l| l.starts_with("- $") && l.contains(&format!("{question:?}")))?;
     Some(line[2..].split_whitespace().next()?.to_owned())
 }
 
@@ -127,7 +133,7 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
 
     let requests = env.llm.requests();
     let prompt = requests.iter().find(|r| listed(r, "Lunch?").is_some()).expect("a prompt listing the polls");
-    let system = prompt["messages"][0]["content"].as_str().expect("system");
+    let system = told(prompt);
     assert!(
         system.contains(&format!("- {lunch} \"Lunch?\" (open, disclosed): \"Pizza\": 2 (@alice:localhost, @bob:localhost); \"Sushi\": 0. 2 votes")),
         "{system}"

@@ -180,6 +180,35 @@ async fn a_spent_user_budget_gives_one_notice_and_no_llm_call_even_after_a_resta
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_prompt_tokens_count_at_their_weight_and_usage_tells_them_apart() {
+    let toml = "[limits]\ntokens_per_user_per_day = 10000\n\n[budget]\ncached_token_weight = 0.1\n";
+    let env = Env::start_with(with_limits(toml)).await;
+    // Each call: 1,000 fresh + 8,000 cached at 0.1 + 100 completion = 1,900 tokens. At the
+    // full weight the first would leave no room for the second.
+    env.llm.set_usage_cached(9_000, 100, 8_000);
+    env.llm.respond_with(|_| text("Here you go."));
+    let dm = env.dm().await;
+    env.alice.say(&dm, "first question").await;
+    env.wait_turns(&dm, 1).await;
+    env.alice.say(&dm, "second question").await;
+    let turns = env.wait_turns(&dm, 2).await;
+    assert_eq!(turns.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), ["answered", "answered"], "{turns:?}");
+    env.alice.say(&dm, "!usage").await;
+    let usage = eventually("the usage notice", Duration::from_secs(30), || async {
+        let n = of_type(&env.alice, &dm, BOT, "m.notice").await;
+        n.first().map(|n| n["content"]["body"].as_str().unwrap_or("").to_owned())
+    })
+    .await;
+    assert!(usage.contains("you used 3800 tokens in 2 turn(s)"), "{usage}");
+    assert!(
+        usage.contains(
+            "Of the 18000 prompt tokens, 16000 were reused from the model server's cache and 2000 read afresh"
+        ),
+        "{usage}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_reactions_and_button_clicks_count_only_in_the_room_of_the_message() {
     let env = Env::start().await;
     let a = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;

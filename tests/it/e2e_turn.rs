@@ -43,7 +43,10 @@ async fn dm_weather_is_one_rich_message_with_the_float_as_a_decimal_string() {
         "{system}"
     );
     let last_user = requests[0]["messages"].as_array().expect("messages").last().expect("one").clone();
-    assert!(last_user["content"].as_str().expect("text").ends_with("weather in Lisbon?"));
+    let last_user = last_user["content"].as_str().expect("text");
+    assert!(last_user.ends_with("weather in Lisbon?"), "{last_user}");
+    assert!(last_user.starts_with("[Now: ") && last_user.contains("Asked by: @alice:localhost.]"), "{last_user}");
+    assert!(!system.contains("Now:") && !system.contains("Asked by"), "the system prompt is the same every turn");
     assert_eq!(last_tool_result(&requests[1]).expect("result")["event_id"], msgs[0]["event_id"]);
     let turns = env.wait_turns(&room, 1).await;
     assert_eq!(turns[0], ("no_reply".to_owned(), 2, 200, 40), "outcome, rounds and token usage recorded");
@@ -248,7 +251,10 @@ async fn a_react_button_press_reaches_the_model_as_a_button_press() {
         .and_then(|m| m["content"].as_str())
         .expect("text")
         .to_owned();
-    assert_eq!(said, format!("@alice:localhost pressed the button \"Yes\" (✅) on your message {target}."));
+    let press = format!(
+        "Asked by: @alice:localhost.]\n@alice:localhost pressed the button \"Yes\" (✅) on your message {target}."
+    );
+    assert!(said.ends_with(&press), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,7 +62,13 @@ async fn fill(s: &Store) -> i64 {
     s.insert_events(&[message("$q1"), message("$q2")], NOW).await.expect("events");
     let seqs: Vec<i64> = s.pending_events(room).await.expect("pending").iter().map(|e| e.seq).collect();
     let done = s.start_turn(room, bot, alice, &seqs[..1], None, NOW).await.expect("turn");
-    let record = TurnRecord { outcome: "answered".into(), rounds: 1, prompt_tokens: 30, completion_tokens: 12 };
+    let record = TurnRecord {
+        outcome: "answered".into(),
+        rounds: 1,
+        prompt_tokens: 30,
+        completion_tokens: 12,
+        cached_tokens: 20,
+    };
     s.finish_turn(done.id, &record, NOW + 1).await.expect("finish");
     let running = s.start_turn(room, bot, alice, &seqs[1..], None, NOW + 2).await.expect("turn");
     s.record_reply(running.id, 0, r#"{"role":"assistant"}"#).await.expect("reply");
@@ -91,7 +97,7 @@ async fn fill(s: &Store) -> i64 {
     s.record_sent(&sent).await.expect("sent");
     let budgets = Budgets { per_user: 1_000, per_room: 0, total: 0 };
     let reserved = s.reserve_tokens(alice, room, 100, budgets, NOW).await.expect("reserve").expect("room left");
-    s.settle_tokens(reserved, 42).await.expect("settle");
+    s.settle_tokens(reserved, 42, (30, 20)).await.expect("settle");
     let landed = NewWrite { txn_id: "rb.i.1.0", turn: done.id, ..pending_write(done.id) };
     s.outbox_claim(&landed, NOW).await.expect("claim");
     s.outbox_sent("rb.i.1.0", event_id!("$a1")).await.expect("landed");
@@ -111,7 +117,8 @@ async fn assert_state(s: &Store, instance: &str, running: i64, attempts: i64) {
     assert_eq!(s.turn_outcomes(room).await.expect("outcomes"), [("answered".to_owned(), 1, 30, 12)]);
     let mine = s.sent_message(event_id!("$a1")).await.expect("query").expect("still ours to edit");
     assert_eq!((mine.sender.as_str(), mine.edits), ("@bot:x", 0));
-    assert_eq!(s.day_use(alice, NOW + 10).await.expect("use").tokens, 42, "budgets carry over");
+    let used = s.day_use(alice, NOW + 10).await.expect("use");
+    assert_eq!((used.tokens, used.prompt, used.cached), (42, 30, 20), "budgets carry over, cached tokens too");
     let pending = s.outbox_claim(&pending_write(running), NOW + 20).await.expect("claim");
     assert_eq!((pending.txn_id.as_str(), pending.attempts, pending.same), ("rb.i.2.0", attempts, true));
     assert_eq!(s.room_mode(room).await.expect("mode").as_deref(), Some("quiet"));

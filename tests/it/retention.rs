@@ -47,7 +47,8 @@ async fn history_past_the_retention_goes_with_what_derives_from_it_and_the_rest_
     s.insert_events(&[fresh], NOW - DAY).await.expect("new events");
     let finished = s.start_turn(room, bot, alice, &[], None, old).await.expect("turn");
     s.record_reply(finished.id, 1, "{}").await.expect("reply");
-    let record = TurnRecord { outcome: "answered".into(), rounds: 1, prompt_tokens: 1, completion_tokens: 1 };
+    let record =
+        TurnRecord { outcome: "answered".into(), rounds: 1, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 };
     assert!(s.finish_turn(finished.id, &record, old + 1).await.expect("finish"));
     assert!(s.replies(finished.id).await.expect("replies").is_empty(), "a finished turn keeps no replies");
     assert!(!s.finish_turn(finished.id, &record, old + 2).await.expect("again"), "finished once");

@@ -54,8 +54,10 @@ async fn a_batch_with_two_askers_runs_one_turn_for_each_in_order() {
     let askers: Vec<String> = llm
         .requests()
         .iter()
-        .map(|r| r["messages"][0]["content"].as_str().unwrap_or_default().to_owned())
-        .map(|system| system.split("Asked by: ").nth(1).unwrap_or_default().split('.').next().unwrap_or("").to_owned())
+        .map(|r| {
+            r["messages"].as_array().into_iter().flatten().filter_map(|m| m["content"].as_str()).collect::<String>()
+        })
+        .map(|told| told.split("Asked by: ").nth(1).unwrap_or_default().split('.').next().unwrap_or("").to_owned())
         .collect();
     assert_eq!(askers, ["@alice:x", "@bob:x"], "each turn is its asker's");
     bot.stop().await;

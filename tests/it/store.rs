@@ -106,7 +106,8 @@ async fn a_turn_claims_its_events_and_finishing_it_marks_them_processed_together
     s.record_reply(turn.id, 0, "{}").await.expect("reply");
     s.start_tool(turn.id, 0, 15).await.expect("start");
     s.record_tool_result(turn.id, 0, "the file's contents").await.expect("result");
-    let record = TurnRecord { outcome: "answered".into(), rounds: 2, prompt_tokens: 5, completion_tokens: 3 };
+    let record =
+        TurnRecord { outcome: "answered".into(), rounds: 2, prompt_tokens: 5, completion_tokens: 3, cached_tokens: 0 };
     assert!(s.finish_turn(turn.id, &record, 20).await.expect("finish"));
     assert!(s.unfinished_turn(room).await.expect("query").is_none(), "a finished turn is not resumed");
     assert!(s.replies(turn.id).await.expect("replies").is_empty());

@@ -42,6 +42,21 @@ fn situation(scope: &Scope, budget: usize) -> Situation<'_> {
     }
 }
 
+const FACTS: &str = "[Now: 2026-11-29T19:15Z. Asked by: @alice:x.]\n";
+
+/// The conversation with the per-turn facts taken off the newest member message, where
+/// they must be.
+fn built(s: &Situation<'_>, history: &[StoredEvent], presses: &[Press], parts: &Parts) -> Vec<Message> {
+    let mut msgs = build(s, history, presses, parts);
+    let newest = msgs.iter_mut().rev().find_map(|m| match m {
+        Message::User(text) | Message::UserImages { text, .. } => Some(text),
+        _ => None,
+    });
+    let text = newest.expect("a member message");
+    *text = text.strip_prefix(FACTS).unwrap_or_else(|| panic!("the facts first: {text}")).to_owned();
+    msgs
+}
+
 #[test]
 fn conversation_has_prompt_situation_and_history_in_order() {
     let history = vec![
@@ -54,11 +69,11 @@ fn conversation_has_prompt_situation_and_history_in_order() {
         ),
         ev(4, "@alice:x", json!({"msgtype": "m.text", "body": "thanks"})),
     ];
-    let msgs = build(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
+    let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
     let Message::System(system) = &msgs[0] else { panic!("system first") };
     assert!(system.starts_with("Be kind.\n\nTOOLS"));
     assert!(system.contains("a direct chat with @alice:x"));
-    assert!(system.contains("Now: 2026-11-29T"));
+    assert!(!system.contains("2026") && !system.contains("Asked by"), "nothing of this turn's: {system}");
     assert_eq!(msgs.len(), 4);
     assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather?".into()));
     assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Lisbon 21.5")));
@@ -72,7 +87,7 @@ fn richbots_own_notices_never_reach_the_model_and_tool_results_are_framed_as_dat
         ev(2, "@bot:x", json!({"msgtype": "m.notice", "body": "Sorry, I'm misconfigured."})),
         ev(3, "@alice:x", json!({"msgtype": "m.text", "body": "hello?"})),
     ];
-    let msgs = build(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
+    let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
     assert_eq!(msgs.len(), 3, "{msgs:?}");
     assert!(msgs.iter().all(|m| !matches!(m, Message::Assistant { .. })), "{msgs:?}");
     let Message::System(system) = &msgs[0] else { panic!("system first") };
@@ -96,7 +111,7 @@ fn edits_by_the_sender_replace_the_text_and_others_edits_are_ignored() {
         edit(4, "@bot:x", "$e2", "Tracking: shipped"),
         edit(5, "@mallory:x", "$e1", "hijacked"),
     ];
-    let msgs = build(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
+    let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
     assert_eq!(msgs.len(), 3);
     assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather in Lisbon?".into()));
     assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Tracking: shipped")));
@@ -107,7 +122,7 @@ fn history_is_cut_to_the_budget_keeping_the_newest() {
     let history: Vec<StoredEvent> = (1..=50)
         .map(|i| ev(i, "@alice:x", json!({"msgtype": "m.text", "body": format!("message number {i}")})))
         .collect();
-    let msgs = build(&situation(&scope(None), 200), &history, &[], &Parts::new());
+    let msgs = built(&situation(&scope(None), 200), &history, &[], &Parts::new());
     assert!(msgs.len() < 20);
     assert_eq!(msgs.last(), Some(&Message::User("@alice:x [$e50]: message number 50".into())));
 }
@@ -127,7 +142,7 @@ fn threads_see_only_the_thread_and_presses_are_spelled_out() {
         in_thread(3, "in thread"),
     ];
     let press = Press { key: "✅".into(), label: "Yes".into(), message: "$m".try_into().expect("id") };
-    let msgs = build(&situation(&scope(Some("$e1")), 10_000), &history, &[press], &Parts::new());
+    let msgs = built(&situation(&scope(Some("$e1")), 10_000), &history, &[press], &Parts::new());
     assert_eq!(msgs.len(), 4);
     assert_eq!(msgs[2], Message::User("@alice:x [$e3]: in thread".into()));
     assert_eq!(msgs[3], Message::User("@alice:x pressed the button \"Yes\" (✅) on your message $m.".into()));
@@ -139,9 +154,9 @@ fn a_button_press_keeps_its_note_in_an_emote_too() {
         ev(1, "@alice:x", json!({"msgtype": msgtype, "body": "waves", "com.ianm.mtrix.used": {"id": "wave"}}))
     };
     let note = " (sent by pressing the button with id \"wave\")";
-    let text = build(&situation(&scope(None), 10_000), &[used("m.text")], &[], &Parts::new());
+    let text = built(&situation(&scope(None), 10_000), &[used("m.text")], &[], &Parts::new());
     assert_eq!(text[1], Message::User(format!("@alice:x [$e1]: waves{note}")));
-    let emote = build(&situation(&scope(None), 10_000), &[used("m.emote")], &[], &Parts::new());
+    let emote = built(&situation(&scope(None), 10_000), &[used("m.emote")], &[], &Parts::new());
     assert_eq!(emote[1], Message::User(format!("* @alice:x waves{note}")));
 }
 
@@ -166,7 +181,7 @@ fn members_pictures_and_files_are_given_whole_when_fetched_and_named_otherwise()
         (id("$e3"), Part::Text("a,b\n1,2".into())),
         (id("$e4"), Part::Unread("application/pdf files are not read".into())),
     ]);
-    let msgs = build(&situation(&scope(None), 100_000), &history, &[], &parts);
+    let msgs = built(&situation(&scope(None), 100_000), &history, &[], &parts);
     assert_eq!(
         msgs[1],
         Message::User("@alice:x [$e1]: [image: old.jpg mxc://x/y]".into()),
@@ -205,8 +220,77 @@ fn the_model_reads_its_own_answers_as_it_wrote_them_and_members_as_they_are_show
                    "m.new_content": {"msgtype": "m.text", "body": "Done", source: "**Done**"}}),
         ),
     ];
-    let msgs = build(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
+    let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
     assert_eq!(msgs[1], Message::User("@alice:x [$e1]: plain words".into()), "a member's source is never read");
     assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("**Lisbon** 21.5\n")));
     assert!(matches!(&msgs[3], Message::Assistant { text: Some(t), .. } if t.starts_with("**Done**\n")), "{msgs:?}");
+}
+
+/// Turn `n`'s conversation in a group room where Alice and Bob take turns asking and the
+/// persona answers each: `2n` events, asked by one of them at a later minute each time.
+fn group_turn(n: i64, budget: usize) -> Vec<Message> {
+    let history: Vec<StoredEvent> = (1..=2 * n)
+        .map(|seq| match seq % 4 {
+            1 => ev(seq, "@alice:x", json!({"msgtype": "m.text", "body": format!("Bot, question {seq}?")})),
+            3 => ev(seq, "@bob:x", json!({"msgtype": "m.text", "body": format!("Bot, and {seq}?")})),
+            _ => ev(seq, "@bot:x", json!({"msgtype": "m.text", "body": format!("Answer to {}.", seq - 1)})),
+        })
+        .filter(|e| e.seq < 2 * n)
+        .collect();
+    let asker = if n % 2 == 1 { owned_user_id!("@alice:x") } else { owned_user_id!("@bob:x") };
+    let scope = Scope { asker, is_dm: false, ..scope(None) };
+    let polls = format!("Your poll has {n} votes.");
+    let s = Situation { polls: &polls, now_ms: 1_795_979_710_219 + n * 60_000, ..situation(&scope, budget) };
+    build(&s, &history, &[], &Parts::new())
+}
+
+/// How many messages two requests share from their start.
+fn shared(a: &[Message], b: &[Message]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+#[test]
+fn consecutive_turns_share_all_but_their_tail_so_the_server_reuses_its_cache() {
+    let (first, second) = (group_turn(5, 100_000), group_turn(6, 100_000));
+    assert_eq!(first.len(), 10, "{first:#?}");
+    // Everything up to the newest message, whose first line is what changed: the time,
+    // who asks (Alice, then Bob) and the votes.
+    assert_eq!(shared(&first, &second), first.len() - 1, "{first:#?}\n{second:#?}");
+    let Some(Message::User(newest)) = second.last() else { panic!("the question last") };
+    assert!(newest.starts_with("[Now: 2026-11-29T19:21Z. Asked by: @bob:x.]\nYour poll has 6 votes.\n@bob:x [$e11]"));
+    let Some(Message::User(then)) = first.last() else { panic!("the question last") };
+    assert!(then.starts_with("[Now: 2026-11-29T19:20Z. Asked by: @alice:x.]"), "{then}");
+}
+
+#[test]
+fn history_over_its_budget_is_trimmed_a_block_at_a_time_so_most_turns_keep_their_prefix() {
+    let budget = 1_000;
+    let turns: Vec<Vec<Message>> = (1..=80).map(|n| group_turn(n, budget)).collect();
+    let mut moved = 0;
+    for (n, pair) in (2..).zip(turns.windows(2)) {
+        let history_chars: usize = pair[1][1..].iter().map(Message::chars).sum();
+        assert!(history_chars <= budget + 80, "within the budget (the facts aside): {history_chars}");
+        // From the 20th turn on, the room has more than the budget.
+        assert!(n < 20 || history_chars >= budget / 2, "not cut far below it: {history_chars}");
+        if shared(&pair[0], &pair[1]) < pair[0].len() - 1 {
+            moved += 1;
+        }
+    }
+    // Each turn adds two events; the start moves only at every fourth turn (a step of 8).
+    assert!(moved > 0 && moved <= 80 / 4 + 1, "the start moved at {moved} of 79 turns");
+}
+
+#[test]
+fn a_full_fetch_is_trimmed_in_steps_too_and_a_cut_keeps_at_least_the_newest() {
+    let sizes = |from: i64, to: i64| (from..=to).map(|seq| (seq, 10)).collect::<Vec<_>>();
+    // All fetched, within the budget: all of it.
+    assert_eq!(trim_start(&sizes(3, 20), 1_000, true), 0);
+    // The fetch was full: from the first multiple of the step, however it slid.
+    for first in 3..=8 {
+        assert_eq!(trim_start(&sizes(first, first + 200), 10_000, false), usize::try_from(8 - first).expect("n"));
+    }
+    // One message larger than the budget is still given.
+    assert_eq!(trim_start(&[(5, 10_000)], 100, true), 0);
+    // No step boundary after the cut: the cut.
+    assert_eq!(trim_start(&sizes(1, 7), 30, true), 4);
 }

@@ -59,8 +59,8 @@ struct Shared {
     script: Arc<Mutex<VecDeque<Step>>>,
     responder: Arc<Mutex<Option<Responder>>>,
     requests: Arc<Mutex<Vec<Value>>>,
-    /// Reported usage (prompt, completion); (100, 20) unless set.
-    usage: Arc<Mutex<Option<(u64, u64)>>>,
+    /// Reported usage (prompt, completion, of the prompt cached); (100, 20, 0) unless set.
+    usage: Arc<Mutex<Option<(u64, u64, u64)>>>,
     /// When set, requests without `Authorization: Bearer <key>` get 401.
     key: Arc<Mutex<Option<String>>>,
     /// When (wall clock, ms) each stream sent its first piece of text.
@@ -124,7 +124,13 @@ impl FakeLlm {
 
     /// Reports this usage (prompt, completion tokens) from now on.
     pub fn set_usage(&self, prompt: u64, completion: u64) {
-        *self.shared.usage.lock().expect("lock") = Some((prompt, completion));
+        self.set_usage_cached(prompt, completion, 0);
+    }
+
+    /// Reports this usage, `cached` of the prompt tokens reused from a cache (as OpenAI
+    /// says it: `prompt_tokens_details.cached_tokens`).
+    pub fn set_usage_cached(&self, prompt: u64, completion: u64, cached: u64) {
+        *self.shared.usage.lock().expect("lock") = Some((prompt, completion, cached));
     }
 
     pub fn requests(&self) -> Vec<Value> {
@@ -208,7 +214,7 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
         Some(f) => f(&request),
         None => text("[no reply]"),
     });
-    let usage = shared.usage.lock().expect("lock").unwrap_or((100, 20));
+    let usage = shared.usage.lock().expect("lock").unwrap_or((100, 20, 0));
     let streaming = request.get("stream").and_then(Value::as_bool) == Some(true);
     answer(step, usage, streaming, &shared.first_pieces).await
 }
@@ -235,7 +241,7 @@ enum End {
 fn sse(
     events: Vec<String>,
     every: Duration,
-    usage: (u64, u64),
+    usage: (u64, u64, u64),
     end: End,
     first: Option<&Arc<Mutex<Vec<i64>>>>,
 ) -> Response {
@@ -247,7 +253,7 @@ fn sse(
             "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]});
         tail.push(format!("data: {f}\n\n"));
         let u = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-            "choices": [], "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}});
+            "choices": [], "usage": usage_of(usage)});
         tail.push(format!("data: {u}\n\n"));
         tail.push("data: [DONE]\n\n".to_owned());
     }
@@ -281,7 +287,7 @@ fn sse(
         .expect("a response")
 }
 
-async fn answer(step: Step, usage: (u64, u64), streaming: bool, first: &Arc<Mutex<Vec<i64>>>) -> Response {
+async fn answer(step: Step, usage: (u64, u64, u64), streaming: bool, first: &Arc<Mutex<Vec<i64>>>) -> Response {
     let mut step = step;
     loop {
         match step {
@@ -410,12 +416,18 @@ fn call_halves(i: usize, name: &str, args: &str) -> [String; 2] {
     ]
 }
 
-fn completion(message: Value, finish: &str, (prompt, done): (u64, u64)) -> Value {
+fn completion(message: Value, finish: &str, usage: (u64, u64, u64)) -> Value {
     json!({
         "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "test-model",
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+        "usage": usage_of(usage)
     })
+}
+
+/// The `usage` object, as OpenAI writes it.
+fn usage_of((prompt, done, cached): (u64, u64, u64)) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done,
+        "prompt_tokens_details": {"cached_tokens": cached}})
 }
 
 fn rand_id() -> String {
