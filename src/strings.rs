@@ -168,6 +168,25 @@ pub fn unknown_command(word: &str) -> String {
 pub const CUT_OFF: &str = "your call was cut off: the reply reached its token limit before the arguments ended, so \
      it was not run; send a shorter one (a smaller payload, a shorter fallback)";
 
+/// The tool error for a call the model server could not read (llama.cpp's 500 "Failed to
+/// parse tool call arguments").
+pub const UNREADABLE: &str = "the model server could not read your tool call (its arguments were cut off at the \
+     token limit, or were not valid JSON), so it was not run; send one shorter call, or answer in text";
+
+/// The tool error for a call the model made before in the same turn.
+pub const REPEATED: &str = "you made this exact call before in this turn, and its result is above; it was not run \
+     again. Do not repeat it: answer in text, or make a different call";
+
+/// Told to the member when the model's calls kept being cut off and the turn ended
+/// without an answer.
+pub const MODEL_CUT_OFF: &str =
+    "Sorry, my language model's answer was cut off before it was complete. Please try asking more simply.";
+
+/// Told to the member when the model kept making the same call and the turn ended
+/// without an answer.
+pub const MODEL_REPEATING: &str =
+    "Sorry, my language model got stuck repeating the same step, so I stopped. Please try asking more simply.";
+
 /// Shown on an answer while a tool it called runs long.
 pub fn running(tool: &str) -> String {
     format!("(running `{tool}`…)")

@@ -11,6 +11,9 @@ use super::Error;
 /// What a failed request means: the configuration refused, a timeout, or an outage.
 pub(super) fn failed(e: OpenAIError) -> Error {
     match e {
+        OpenAIError::ApiError(api) if api.api_error.r#type.as_deref() == Some(super::transport::UNREADABLE_TYPE) => {
+            Error::Unreadable(api.api_error.message)
+        }
         OpenAIError::ApiError(api) if matches!(api.status_code.as_u16(), 400 | 401 | 403 | 404 | 422) => {
             Error::Refused(api.status_code.as_u16(), api.api_error.message)
         }

@@ -26,6 +26,7 @@ use async_openai::config::OpenAIConfig;
 use serde_json::Value;
 
 use super::errors::{cannot_stream, failed};
+pub use super::probe::Probe;
 use super::{LiveText, Message, Reply, ToolSpec, wire};
 
 /// The LLM could not answer.
@@ -53,51 +54,10 @@ pub enum Error {
     /// A streamed answer stopped part-way: the text so far, and why.
     #[error("the answer stopped part-way: {1}")]
     Cut(String, String),
-}
-
-/// What probing the endpoint found wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
-    /// No HTTP answer (refused, timed out, DNS).
-    Unreachable(String),
-    /// An HTTP answer with this error status.
-    Status(u16),
-    /// A chat request was answered with this error status (401, 403, 404).
-    Chat(u16),
-    /// A chat request was refused for what it asked (400, 422), with the endpoint's words.
-    Request(u16, String),
-}
-
-impl Probe {
-    /// Whether this is a mistake in the configuration (the key, the URL), not an outage.
-    pub fn is_config_error(&self) -> bool {
-        matches!(self, Probe::Status(401 | 403 | 404) | Probe::Chat(401 | 403 | 404) | Probe::Request(..))
-    }
-
-    /// What is wrong and what to do, for an admin.
-    pub fn explain(&self, base_url: &str, has_key: bool) -> String {
-        match self {
-            Probe::Unreachable(e) => {
-                format!("{base_url} is unreachable ({e}); is llm.base_url right and the server up?")
-            }
-            Probe::Status(404) => format!("{base_url}/models answered 404: does llm.base_url end in /v1?"),
-            Probe::Chat(404) => format!(
-                "{base_url}/chat/completions answered 404: does llm.base_url end in /v1, and does the endpoint offer llm.model?"
-            ),
-            Probe::Status(401 | 403) | Probe::Chat(401 | 403) if !has_key => format!(
-                "{base_url} wants an API key and none is set: set llm.api_key, llm.api_key_file or OPENAI_API_KEY"
-            ),
-            Probe::Status(s @ (401 | 403)) | Probe::Chat(s @ (401 | 403)) => {
-                format!("{base_url} refused the API key ({s}): check llm.api_key, llm.api_key_file or OPENAI_API_KEY")
-            }
-            Probe::Request(s, message) => format!(
-                "{base_url}/chat/completions refused the request (HTTP {s}: {message}): the model (llm.model) or \
-                 the tools' schemas are not what this endpoint takes; `richbot check --model` shows which"
-            ),
-            Probe::Status(s) => format!("{base_url}/models answered {s}"),
-            Probe::Chat(s) => format!("{base_url}/chat/completions answered {s}"),
-        }
-    }
+    /// The model server could not read the tool call the model wrote (its words); made a
+    /// cut call by [`Llm`], never retried as an outage.
+    #[error("the model server could not read the model's tool call: {0}")]
+    Unreadable(String),
 }
 
 /// Attempts async-openai makes at one call: the first and its three retries.
@@ -157,9 +117,12 @@ impl Llm {
             .expect("a reqwest client with static settings builds");
         let base_url = base_url.trim_end_matches('/').to_owned();
         let config = OpenAIConfig::new().with_api_base(&base_url).with_api_key(api_key.unwrap_or(""));
+        let retries = (ATTEMPTS - 1) as usize;
         Self {
-            client: Client::build(http.clone(), config.clone()),
-            streaming: Client::build(streaming, config),
+            client: Client::build(http.clone(), config.clone())
+                .with_http_service(super::transport::stack(http.clone(), retries)),
+            streaming: Client::build(streaming.clone(), config)
+                .with_http_service(super::transport::stack(streaming, retries)),
             http,
             base_url,
             api_key: api_key.map(str::to_owned),
@@ -257,13 +220,24 @@ impl Llm {
 }
 
 impl Llm {
-    /// One call as asked (`vision.rs` decides about pictures first).
+    /// One call as asked (`vision.rs` decides about pictures first). A tool call the
+    /// server could not read comes back as a reply with that call cut.
     pub(super) async fn complete_once(
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
         live: &LiveText,
     ) -> Result<Reply, Error> {
+        match self.asked(messages, tools, live).await {
+            Err(Error::Unreadable(why)) => {
+                tracing::warn!(base_url = %self.base_url, why, "the model server could not read the model's tool call; asking the model for a shorter one");
+                Ok(Reply::unreadable())
+            }
+            answer => answer,
+        }
+    }
+
+    async fn asked(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
         use std::sync::atomic::Ordering;
         live.send_replace(String::new());
         let _slot = self.calls.acquire().await.map_err(|_| Error::Api("the LLM client is closed".to_owned()))?;

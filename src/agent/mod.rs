@@ -8,14 +8,19 @@
 //! when a runner suspends it (the write cannot be made now; the turn resumes later).
 
 mod errors;
+mod guard;
 mod llm;
 pub mod portable;
+mod probe;
 mod stream;
+mod transport;
 mod vision;
 mod wire;
 
+pub use guard::Misbehaved;
 pub use llm::{Error, Llm, Probe};
 
+use guard::Seen;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -136,6 +141,20 @@ impl Reply {
     }
 }
 
+/// The name given to a call the model server could not read (its 500 "Failed to parse
+/// tool call arguments", or the same streamed): a cut call, never run.
+pub const UNREADABLE_CALL: &str = "unreadable_call";
+
+impl Reply {
+    /// A reply whose one call the model server could not read: handled as a call cut off
+    /// at the token limit (the model is asked once for a shorter call or a text answer).
+    pub fn unreadable() -> Self {
+        let mut call = ToolCall::new("call_unreadable", UNREADABLE_CALL, "");
+        call.cut = true;
+        Self { tool_calls: vec![call], ..Self::default() }
+    }
+}
+
 /// How a loop ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -145,6 +164,8 @@ pub struct Outcome {
     pub usage: Usage,
     /// True when the loop stopped at `max_rounds` with the model still calling tools.
     pub exhausted: bool,
+    /// Set when the loop ended early because the model misbehaved ([`guard`]).
+    pub stopped: Option<Misbehaved>,
 }
 
 /// Why a runner stopped the loop: the call could not be made now (the homeserver is
@@ -164,6 +185,9 @@ pub trait ToolRunner {
     /// The tool result for a call that was not run because the reply held more than
     /// `limit` calls.
     fn skipped(&self, call: &ToolCall, limit: usize) -> String;
+
+    /// The tool result for a call not run because the model made it before in this turn.
+    fn repeated(&self, call: &ToolCall) -> String;
 }
 
 /// How far one loop may go.
@@ -204,6 +228,7 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
     let mut usage = Usage::default();
     let max_rounds = bounds.max_rounds;
     let mut calls_made = 0u32;
+    let mut guard = guard::Guard::default();
     for round in 1..=max_rounds {
         let reply = match llm.complete(&messages, tools, live).await {
             Ok(r) => r,
@@ -212,7 +237,7 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
         usage.add(reply.usage);
         messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
         if reply.tool_calls.is_empty() {
-            return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false }), messages);
+            return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false, stopped: None }), messages);
         }
         let calls = &reply.tool_calls;
         // A call repeated in one reply (small models do) is made once: the repeats get
@@ -226,6 +251,10 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
             })
             .collect();
         let now: Vec<usize> = (0..calls.len()).filter(|&i| first_of[i] == i).take(bounds.calls_per_round).collect();
+        // A call made in an earlier round is not run again ([`guard`]).
+        guard.reply(&reply);
+        let (now, again): (Vec<usize>, Vec<usize>) =
+            now.into_iter().partition(|&i| guard.call(&calls[i]) == Seen::First);
         let first = calls_made;
         calls_made += u32::try_from(calls.len()).unwrap_or(u32::MAX);
         let nth = |i: usize| first + u32::try_from(i).unwrap_or(u32::MAX);
@@ -246,6 +275,7 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
             };
         for (i, call) in calls.iter().enumerate() {
             let content = match now.iter().position(|&r| r == first_of[i]).map(|k| results.get(k)) {
+                _ if again.contains(&first_of[i]) => runner.repeated(call),
                 Some(Some(Ok(content))) => content.clone(),
                 Some(Some(Err(Suspend(why)))) => return (Err(Error::Suspended(why.clone())), messages),
                 // Not reached: an earlier call suspended the loop.
@@ -254,6 +284,10 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
             };
             messages.push(Message::Tool { call_id: call.id.clone(), content });
         }
+        if let Some(why) = guard.stop() {
+            let outcome = Outcome { text: None, rounds: round, usage, exhausted: false, stopped: Some(why.clone()) };
+            return (Ok(outcome), messages);
+        }
     }
-    (Ok(Outcome { text: None, rounds: max_rounds, usage, exhausted: true }), messages)
+    (Ok(Outcome { text: None, rounds: max_rounds, usage, exhausted: true, stopped: None }), messages)
 }

@@ -6,7 +6,9 @@
 //! A stream is complete only when a choice said why it finished (`finish_reason`): one
 //! that ends without it (the connection closed early; `[DONE]` alone is not told apart
 //! from a close by the client library) is cut, as is one silent for longer than its
-//! [`Pace`] allows. A cut stream is an [`Error::Cut`] with the text so far.
+//! [`Pace`] allows. A cut stream is an [`Error::Cut`] with the text so far. An error
+//! event (`{"error": ...}`) ends it: as [`Error::Unreadable`] when the server could not
+//! read the model's tool call, else as cut.
 
 use std::time::Duration;
 
@@ -51,6 +53,15 @@ where
             Ok(Some(event)) => event.map_err(|e| Error::Cut(text.clone(), e.to_string()))?,
         };
         wait = pace.idle;
+        // An error sent as an event of a stream already answered 200: the server could
+        // not read the model's tool call, or something else broke it off.
+        if let Some(error) = event.get("error") {
+            let message = error.get("message").and_then(Value::as_str).map_or_else(|| error.to_string(), str::to_owned);
+            if super::transport::unreadable_call(&message) {
+                return Err(Error::Unreadable(message));
+            }
+            return Err(Error::Cut(text, format!("the endpoint sent an error: {message}")));
+        }
         if let Some(u) = super::wire::usage(&event) {
             usage = u;
         }

@@ -240,8 +240,10 @@ fn default_llm_timeout() -> u64 {
 fn default_rounds() -> u32 {
     8
 }
+/// Enough for a rich message with a table or a chart and its fallback; a model that
+/// loops stops here rather than at thousands of tokens (minutes on a CPU).
 fn default_max_tokens() -> u32 {
-    2048
+    1024
 }
 fn default_parallel() -> usize {
     1024

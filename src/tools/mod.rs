@@ -127,8 +127,11 @@ pub enum ToolErrorCode {
     /// The call was cut off while it ran (richbot stopped): it may or may not have acted,
     /// and it is not made again unasked.
     OutcomeUnknown,
-    /// The model's reply reached its token limit while it wrote the call: never run.
+    /// The model's reply reached its token limit while it wrote the call, or the model
+    /// server could not read the call: never run.
     CutOff,
+    /// The model made this same call (tool and arguments) before in this turn: not run again.
+    Repeated,
     /// A payload's `mxc://` URL is neither the persona's upload nor media a member posted
     /// in a room the asker is in.
     MediaNotAllowed,

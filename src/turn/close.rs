@@ -34,11 +34,12 @@ impl Closer<'_> {
 
     /// The loop ended with the model's answer (already put out as it came, unless
     /// `failed` says why not) or the round limit.
+    /// `wrote` says whether the turn's tools posted anything.
     pub async fn answered(
         &self,
         next: WriteId,
         done: agent::Outcome,
-        failed: Option<String>,
+        (failed, wrote): (Option<String>, bool),
     ) -> Result<(Outcome, TurnRecord), Error> {
         let record = TurnRecord {
             outcome: String::new(),
@@ -47,6 +48,17 @@ impl Closer<'_> {
             completion_tokens: done.usage.completion,
             cached_tokens: done.usage.cached,
         };
+        if let Some(why) = &done.stopped {
+            tracing::warn!(turn = self.turn, room = %self.scope.room, cause = %why, rounds = done.rounds, "the model misbehaved; the turn ended with what it had");
+            if !wrote {
+                let told = match why {
+                    agent::Misbehaved::CutOff => strings::MODEL_CUT_OFF,
+                    agent::Misbehaved::Repeating(_) => strings::MODEL_REPEATING,
+                };
+                self.tell(next, told).await?;
+            }
+            return Ok((Outcome::Unfinished(why.to_string()), record));
+        }
         let outcome = match done.text.as_deref().map(str::trim) {
             Some(text) if text != strings::NO_REPLY && !text.is_empty() => match failed {
                 None => Outcome::Answered,

@@ -228,7 +228,7 @@ impl Turns {
                         (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())
                     }
                     (Err(e), None) => (close.llm_failed(next, e).await?, TurnRecord::default()),
-                    (Ok(done), _) => close.answered(next, done, failed).await?,
+                    (Ok(done), _) => close.answered(next, done, (failed, runner.wrote())).await?,
                 }
             }
         };

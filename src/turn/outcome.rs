@@ -14,6 +14,10 @@ pub enum Outcome {
     NoReply,
     /// The model kept calling tools past the round limit; the person was told.
     MaxRounds,
+    /// The model misbehaved (its calls kept being cut off, or it repeated the same call):
+    /// the turn ended early with what it had, the cause logged at WARN, and the person
+    /// told unless it had answered already.
+    Unfinished(String),
     /// The LLM failed for good; the person was told.
     LlmFailed(String),
     /// The LLM endpoint refused the configuration (key, URL); the admin's fix is logged and
@@ -53,6 +57,7 @@ impl Outcome {
             Outcome::Answered => "answered",
             Outcome::NoReply => "no_reply",
             Outcome::MaxRounds => "max_rounds",
+            Outcome::Unfinished(_) => "unfinished",
             Outcome::LlmFailed(_) => "llm_failed",
             Outcome::Misconfigured(_) => "misconfigured",
             Outcome::PostFailed(_) => "post_failed",
@@ -77,6 +82,7 @@ impl Outcome {
             | Outcome::PostFailed(d)
             | Outcome::GreetingFailed(d)
             | Outcome::BudgetSpent(d)
+            | Outcome::Unfinished(d)
             | Outcome::Command(d) => Some(d),
             Outcome::Answered
             | Outcome::NoReply
@@ -119,6 +125,7 @@ impl FromStr for Outcome {
             "answered" => Outcome::Answered,
             "no_reply" => Outcome::NoReply,
             "max_rounds" => Outcome::MaxRounds,
+            "unfinished" => Outcome::Unfinished(detail),
             "llm_failed" => Outcome::LlmFailed(detail),
             "misconfigured" => Outcome::Misconfigured(detail),
             "post_failed" => Outcome::PostFailed(detail),
@@ -148,6 +155,7 @@ mod tests {
             Outcome::Answered,
             Outcome::NoReply,
             Outcome::MaxRounds,
+            Outcome::Unfinished("the model made the same rich_send call 3 times".into()),
             Outcome::LlmFailed("LLM request failed: timed out: a: b".into()),
             Outcome::Misconfigured("does llm.base_url end in /v1?".into()),
             Outcome::PostFailed("M_FORBIDDEN (403): no".into()),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::clock::Deadline;
 use super::live::Live;
 use super::planned::{Drawn, Planned};
-use super::stop::{Stop, outbox_error, render_error};
+use super::stop::{Stop, arguments, outbox_error, render_error};
 use super::targets::{self, internal};
 use super::{Limits, Scope};
 use crate::agent::{Suspend, ToolCall, ToolRunner};
@@ -58,6 +58,8 @@ pub struct Runner<'a> {
     seq: AtomicI64,
     /// Sends and edits made so far.
     writes: AtomicU32,
+    /// Whether a call of the turn posted or edited a message (it came back with its id).
+    posted: std::sync::atomic::AtomicBool,
     /// The asker refused (or let time out) an approval in this turn: it asks no more.
     pub(super) declined: AtomicBool,
 }
@@ -80,6 +82,7 @@ impl<'a> Runner<'a> {
             limits,
             seq: AtomicI64::new(0),
             writes: AtomicU32::new(0),
+            posted: std::sync::atomic::AtomicBool::new(false),
             declined: AtomicBool::new(false),
         }
     }
@@ -87,6 +90,11 @@ impl<'a> Runner<'a> {
     /// The id of a write made now (the next takes the one after).
     pub(super) fn take_write(&self) -> WriteId {
         WriteId { turn: self.turn, seq: self.seq.fetch_add(1, Ordering::Relaxed) }
+    }
+
+    /// Whether the turn's tools posted or edited anything.
+    pub fn wrote(&self) -> bool {
+        self.posted.load(Ordering::Relaxed)
     }
 
     /// The id the turn's next write (its final answer) takes.
@@ -134,6 +142,10 @@ impl ToolRunner for Runner<'_> {
         );
         self.refused(call, &e)
     }
+
+    fn repeated(&self, call: &ToolCall) -> String {
+        self.refused(call, &ToolError::new(ToolErrorCode::Repeated, crate::strings::REPEATED))
+    }
 }
 
 impl Runner<'_> {
@@ -148,6 +160,9 @@ impl Runner<'_> {
         match result {
             Ok(v) => {
                 self.kit.metrics.tool_call(&call.name, "ok");
+                if v.get("event_id").is_some() {
+                    self.posted.store(true, Ordering::Relaxed);
+                }
                 if let Some(waited) = v.get("waited_ms").and_then(Value::as_u64) {
                     Metrics::add(&self.kit.metrics.edit_wait_ms, waited);
                 }
@@ -174,22 +189,6 @@ impl Runner<'_> {
             _ => self.execute(call, &args, nth).await,
         }
     }
-}
-
-/// The call's arguments as JSON (`null` when empty); a cut call is refused even if it parses.
-fn arguments(call: &ToolCall) -> Result<Value, ToolError> {
-    if call.cut {
-        return Err(ToolError::new(ToolErrorCode::CutOff, crate::strings::CUT_OFF));
-    }
-    if call.arguments.trim().is_empty() {
-        return Ok(Value::Null);
-    }
-    serde_json::from_str(&call.arguments).map_err(|e| {
-        ToolError::new(
-            ToolErrorCode::InvalidArguments,
-            format!("arguments are not valid JSON ({e}); send one JSON object"),
-        )
-    })
 }
 
 impl Runner<'_> {

@@ -1,8 +1,12 @@
 //! How a tool call of a turn ends when it does not complete: a tool error the model can
 //! act on, or a suspension of the turn (resumed from its record later); and how the
-//! outbox's and the renderer's failures map onto those.
+//! outbox's and the renderer's failures map onto those; and a call's arguments, refused
+//! before anything runs when they were cut off, unreadable to the server, or not JSON.
+
+use serde_json::Value;
 
 use super::targets::internal;
+use crate::agent::ToolCall;
 use crate::outbox;
 use crate::render;
 use crate::tools::{ToolError, ToolErrorCode};
@@ -44,4 +48,23 @@ pub(super) fn outbox_error(e: outbox::Error) -> Stop {
         outbox::Error::Unavailable(reason) => Stop::Suspend(format!("the homeserver is unavailable: {reason}")),
         outbox::Error::Store(e) => Stop::Suspend(format!("store: {e}")),
     }
+}
+
+/// The call's arguments as JSON (`null` when empty); a cut call is refused even if it parses.
+pub(super) fn arguments(call: &ToolCall) -> Result<Value, ToolError> {
+    if call.cut && call.name == crate::agent::UNREADABLE_CALL {
+        return Err(ToolError::new(ToolErrorCode::CutOff, crate::strings::UNREADABLE));
+    }
+    if call.cut {
+        return Err(ToolError::new(ToolErrorCode::CutOff, crate::strings::CUT_OFF));
+    }
+    if call.arguments.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&call.arguments).map_err(|e| {
+        ToolError::new(
+            ToolErrorCode::InvalidArguments,
+            format!("arguments are not valid JSON ({e}); send one JSON object"),
+        )
+    })
 }

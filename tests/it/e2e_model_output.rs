@@ -183,3 +183,65 @@ async fn check_model_warns_of_a_model_that_answers_in_text_and_fails_an_endpoint
         "{said}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_server_cannot_read_is_a_cut_call_never_retried_and_twice_ends_the_turn_in_one_sentence() {
+    let env = Env::start().await;
+    for streamed in [true, false] {
+        if !streamed {
+            env.llm.refuse_streaming();
+        }
+        // Once: the model hears it was cut and answers.
+        env.llm.script([Step::Unreadable, text("Lisbon: 21 °C and sunny.")]);
+        let before = env.llm.requests().len();
+        let room = env.dm().await;
+        env.alice.say(&room, "weather in Lisbon?").await;
+        assert_eq!(env.wait_turns(&room, 1).await[0].0, "answered", "streamed {streamed}");
+        let requests = env.llm.requests();
+        // Unstreamed, the first request is the streamed one the endpoint refuses.
+        let asked = requests.len() - before - usize::from(!streamed);
+        assert_eq!(asked, 2, "streamed {streamed}: asked again once, never retried as an outage");
+        let last = &requests[requests.len() - 1];
+        let cut = tool_results(last)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("streamed {streamed}: {:#}", last["messages"]));
+        assert_eq!(cut["code"], "cut_off", "{cut}");
+        assert!(cut["error"].as_str().is_some_and(|e| e.contains("could not read your tool call")), "{cut}");
+        assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), ["Lisbon: 21 °C and sunny."]);
+
+        // Twice: the turn ends, and the member reads what happened, not "can't reach".
+        env.llm.script([Step::Unreadable, Step::Unreadable]);
+        let before = env.llm.requests().len();
+        let room = env.dm().await;
+        env.alice.say(&room, "weather in Lisbon?").await;
+        let turns = env.wait_turns(&room, 1).await;
+        assert_eq!(turns[0].0, "unfinished: the model's tool calls were cut off twice", "streamed {streamed}");
+        assert_eq!(env.llm.requests().len() - before, 2, "streamed {streamed}");
+        let told = bodies(&env.alice.messages_from(&room, BOT).await);
+        assert_eq!(told, [richbot::strings::MODEL_CUT_OFF], "streamed {streamed}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_call_again_is_not_run_and_the_third_time_ends_the_turn_with_what_it_has() {
+    let env = Env::start().await;
+    // A model that sends the same message whatever it hears: posted once.
+    env.llm.respond_with(|_| Step::Calls(vec![("rich_send".into(), weather("Paris").to_string())]));
+    let room = env.dm().await;
+    env.alice.say(&room, "weather in Paris?").await;
+    let turns = env.wait_turns(&room, 1).await;
+    assert_eq!((turns[0].0.as_str(), turns[0].1), ("unfinished: the model made the same rich_send call 3 times", 3));
+    let posted = env.alice.messages_from(&room, BOT).await;
+    assert_eq!(bodies(&posted), ["Paris: 12 °C, cloudy"], "once, and no notice after an answer: {posted:#?}");
+    let again = &tool_results(&env.llm.requests()[2])[1];
+    assert_eq!(again["code"], "repeated", "{again}");
+
+    // One that keeps making a call that fails: nothing was answered, so the member is told.
+    let edit = json!({"event_id": "$nothing", "payload": weather("Rome")["payload"], "fallback": "Rome"});
+    env.llm.respond_with(move |_| Step::Calls(vec![("rich_edit".into(), edit.to_string())]));
+    let room = env.dm().await;
+    env.alice.say(&room, "weather in Rome?").await;
+    assert!(env.wait_turns(&room, 1).await[0].0.starts_with("unfinished: the model made the same rich_edit call"));
+    assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), [richbot::strings::MODEL_REPEATING]);
+}

@@ -40,13 +40,13 @@ async fn each_persona_talks_to_its_own_model_and_check_tries_each_endpoint_once(
         .iter()
         .map(|r| (r["model"].as_str().unwrap_or_default().to_owned(), r["max_tokens"].as_u64().unwrap_or_default()))
         .collect();
-    assert_eq!(main, [("test-model".to_owned(), 2048), ("small-model".to_owned(), 55)]);
+    assert_eq!(main, [("test-model".to_owned(), 1024), ("small-model".to_owned(), 55)]);
     let theirs: Vec<(String, u64)> = other
         .requests()
         .iter()
         .map(|r| (r["model"].as_str().unwrap_or_default().to_owned(), r["max_tokens"].as_u64().unwrap_or_default()))
         .collect();
-    assert_eq!(theirs, [("other-model".to_owned(), 77), ("other-model".to_owned(), 2048)]);
+    assert_eq!(theirs, [("other-model".to_owned(), 77), ("other-model".to_owned(), 1024)]);
     assert_eq!(
         other.auth_headers(),
         [Some("Bearer other-key".to_owned()), Some("Bearer".to_owned())],

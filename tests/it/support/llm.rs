@@ -42,6 +42,10 @@ pub enum Step {
     /// halves, each followed by the next piece: text and tool-call deltas mixed. Whole:
     /// the text, then the calls.
     Mixed(Vec<String>, Vec<(String, String)>),
+    /// llama.cpp when it cannot parse the tool call the model wrote: 500 "Failed to parse
+    /// tool call arguments as JSON" (whole), or the same error as an event of a stream
+    /// answered 200 (streamed).
+    Unreadable,
 }
 
 pub fn call(name: &str, args: Value) -> Step {
@@ -307,6 +311,14 @@ async fn answer(step: Step, usage: (u64, u64, u64), streaming: bool, first: &Arc
                 let body =
                     json!({"error": {"code": 400, "message": "scripted failure", "type": "invalid_request_error"}});
                 return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+            }
+            Step::Unreadable => {
+                let error = json!({"error": {"code": 500, "type": "server_error",
+                    "message": "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 210"}});
+                if streaming {
+                    return sse(vec![format!("data: {error}\n\n")], Duration::ZERO, usage, End::Closed, None);
+                }
+                return (StatusCode::INTERNAL_SERVER_ERROR, Json(error)).into_response();
             }
             Step::Status(code) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
