@@ -90,10 +90,12 @@ pub async fn run(settings: &Settings, models: bool) -> Vec<Line> {
         lines.push(line("appservice ping", Err("skipped: the homeserver is unreachable".to_owned())));
     }
     lines.extend(llms(settings, &parts).await);
+    let servers = launch_mcp(settings).await;
     if models {
-        lines.extend(model::lines(settings, parts.personas.all()).await);
+        let toolbox = crate::tools::Toolbox::new(servers.clone(), settings.mcp_access.clone());
+        lines.extend(model::lines(settings, parts.personas.all(), &toolbox).await);
     }
-    lines.extend(mcp(settings).await);
+    lines.extend(mcp(servers));
     lines.extend(agents::lines(settings));
     parts.store.close().await;
     lines
@@ -191,10 +193,15 @@ pub fn ping_failure(settings: &Settings, e: &matrix::Error) -> String {
     }
 }
 
-/// Each MCP server: reached, and how many tools it offers (or which names it cannot).
-async fn mcp(settings: &Settings) -> Vec<Line> {
+/// The MCP servers, started as `serve` starts them (for `--model`, and their lines).
+async fn launch_mcp(settings: &Settings) -> crate::mcp::Mcp {
     let bounds = crate::parts::mcp_bounds(settings);
-    let servers = crate::mcp::Mcp::launch(&settings.config.mcp, &crate::tools::registry::RESERVED, bounds).await;
+    crate::mcp::Mcp::launch(&settings.config.mcp, &crate::tools::registry::RESERVED, bounds).await
+}
+
+/// Each MCP server: reached, and how many tools it offers (or which names it cannot);
+/// then they are stopped.
+fn mcp(servers: crate::mcp::Mcp) -> Vec<Line> {
     let dropped = servers.dropped();
     let lines = servers
         .report()

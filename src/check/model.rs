@@ -1,6 +1,7 @@
 //! `richbot check --model`: can each configured model use the rich tools? Each distinct
 //! endpoint's model (a URL, key and model) is asked once, with the real system prompt of
-//! the first persona that uses it and the rich tools as a turn offers them in a DM, to
+//! the first persona that uses it and the tools as a turn offers them in a DM (the rich
+//! tools and the persona's MCP tools, whose schemas the endpoint must take too), to
 //! show the weather in Lisbon as a rich message; its call is checked by `plan`, as a
 //! turn's would be. One call per model, so it is a flag, not part of the default check:
 //! an admin choosing a model learns here, not from a member, that it answers in plain
@@ -14,14 +15,15 @@ use super::Line;
 use crate::agent::{self, Complete, Message};
 use crate::config::Settings;
 use crate::personas::Persona;
-use crate::tools::{self, RICH_SEND};
+use crate::tools::registry::For;
+use crate::tools::{self, RICH_SEND, Toolbox};
 use crate::turn::context;
 
 /// What the model is asked.
 pub const QUESTION: &str = "Show the weather in Lisbon as a rich message.";
 
 /// One line per distinct endpoint model.
-pub async fn lines(settings: &Settings, personas: &[Persona]) -> Vec<Line> {
+pub async fn lines(settings: &Settings, personas: &[Persona], toolbox: &Toolbox) -> Vec<Line> {
     let mut asked: Vec<&crate::config::Endpoint> = Vec::new();
     let mut lines = Vec::new();
     for (persona, endpoint) in personas.iter().zip(&settings.endpoints) {
@@ -36,12 +38,12 @@ pub async fn lines(settings: &Settings, personas: &[Persona]) -> Vec<Line> {
             settings.llm_timeout(),
             endpoint.max_tokens,
         );
-        lines.push(ask(settings, persona, &llm).await);
+        lines.push(ask(settings, (persona, toolbox), &llm).await);
     }
     lines
 }
 
-async fn ask(settings: &Settings, persona: &Persona, llm: &agent::Llm) -> Line {
+async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm: &agent::Llm) -> Line {
     let name = format!("model {}", llm.model());
     let server = &settings.config.homeserver.server_name;
     let scope = crate::turn::Scope {
@@ -64,22 +66,35 @@ async fn ask(settings: &Settings, persona: &Persona, llm: &agent::Llm) -> Line {
     let mut messages = context::build(&situation, &[], &[], &context::Parts::new());
     messages.push(Message::User(QUESTION.to_owned()));
     let rooms = tools::RoomChoices { in_dm: true, shared: Vec::new() };
-    let specs = [tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms), tools::poll_specs()].concat();
+    let rich = [tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms), tools::poll_specs()].concat();
+    let rich_count = rich.len();
+    let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
+    let specs = toolbox.offer(rich, who).specs();
+    let offered = match specs.len() - rich_count {
+        0 => String::new(),
+        n => format!(", with {n} MCP tool(s)"),
+    };
     let (live, _) = tokio::sync::watch::channel(String::new());
     let started = Instant::now();
     let answer = llm.complete(&messages, &specs, &live).await;
-    let took = format!("{:.1} s", started.elapsed().as_secs_f64());
+    let took = format!("{:.1} s{offered}", started.elapsed().as_secs_f64());
     let (ok, warn, detail) = match answer {
         Err(agent::Error::Refused(status @ (400 | 422), message)) => {
             (false, false, format!("the endpoint refused the tool schema (HTTP {status}: {message})"))
         }
         Err(e) => (false, false, e.to_string()),
-        Ok(reply) => match reply.tool_calls.iter().find(|c| c.name == RICH_SEND) {
+        Ok(reply) if reply.tool_calls.iter().any(|c| c.name == agent::UNREADABLE_CALL) => (
+            true,
+            true,
+            format!("the endpoint could not read the model's tool call ({took}); richbot asks the model once again"),
+        ),
+        Ok(reply) => match reply.tool_calls.iter().find(|c| c.name == RICH_SEND || c.cut) {
             Some(call) if call.cut => (
                 true,
                 true,
                 format!(
-                    "its rich_send call was cut off at the token limit (llm.max_tokens = {}) ({took}); raise it",
+                    "its {} call was cut off at the token limit (llm.max_tokens = {}) ({took}); raise it",
+                    call.name,
                     llm.max_tokens()
                 ),
             ),
@@ -98,7 +113,10 @@ async fn ask(settings: &Settings, persona: &Persona, llm: &agent::Llm) -> Line {
                 let called: Vec<&str> = reply.tool_calls.iter().map(|c| c.name.as_str()).collect();
                 (true, true, format!("called {} instead of rich_send ({took})", called.join(", ")))
             }
-            None => (true, true, "answered with text, no tool call; richbot will post plain answers".to_owned()),
+            None => {
+                let with = if offered.is_empty() { String::new() } else { format!(" ({})", &offered[2..]) };
+                (true, true, format!("answered with text, no tool call{with}; richbot will post plain answers"))
+            }
         },
     };
     Line { name, ok, warn, detail }

@@ -511,3 +511,23 @@ async fn a_call_cut_off_by_a_kill_is_asked_again_if_gated_and_told_as_unknown_if
     let _ = serve.wait().await;
     env.start_bot_again().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_model_offers_the_personas_mcp_tools_as_a_turn_would() {
+    let (env, _logs, _log) = env_with("", "").await;
+    let before = env.llm.requests().len();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_richbot"))
+        .args(["check", "--model", "--config", env.config_path.to_str().expect("utf8")])
+        .output()
+        .await
+        .expect("check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let requests = env.llm.requests();
+    let asked = requests.get(before).expect("the model was asked");
+    let names: Vec<&str> =
+        asked["tools"].as_array().into_iter().flatten().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert!(names.contains(&"rich_send") && names.iter().any(|n| n.starts_with("t__")), "{names:?}");
+    let mcp = names.iter().filter(|n| n.starts_with("t__")).count();
+    let line = stdout.lines().find(|l| l.contains(" model test-model: ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains(&format!("with {mcp} MCP tool(s)")), "{line}");
+}
