@@ -15,7 +15,7 @@ use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_openai::middleware::{HttpRequestFactory, ReqwestService};
 use tower::{Layer, Service};
 
-/// The `type` the error of an unreadable call is given, for [`super::errors::failed`].
+/// The `type` the error of an unreadable call is given (read back by `errors.rs`).
 pub const UNREADABLE_TYPE: &str = "richbot_unreadable_tool_call";
 
 /// Whether an error message from the model server says it could not read a tool call.
