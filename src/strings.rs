@@ -4,6 +4,12 @@
 /// What the model says when its rich message said it all.
 pub const NO_REPLY: &str = "[no reply]";
 
+/// Whether the model's text is the no-reply marker, in any case: small models copy it
+/// as `[No reply]` as often as not.
+pub fn is_no_reply(text: &str) -> bool {
+    text.trim().eq_ignore_ascii_case(NO_REPLY)
+}
+
 /// Posted when the LLM fails for good (after its retries).
 pub const LLM_FAILED: &str =
     "Sorry, I can't reach my language model right now, so I couldn't answer that. Please try again in a little while.";

@@ -60,7 +60,7 @@ impl Closer<'_> {
             return Ok((Outcome::Unfinished(why.to_string()), record));
         }
         let outcome = match done.text.as_deref().map(str::trim) {
-            Some(text) if text != strings::NO_REPLY && !text.is_empty() => match failed {
+            Some(text) if !strings::is_no_reply(text) && !text.is_empty() => match failed {
                 None => Outcome::Answered,
                 Some(reason) => {
                     self.tell(next, strings::POST_FAILED).await?;

@@ -83,8 +83,8 @@ fn id(turn: i64, reply: u32, k: i64) -> WriteId {
 
 /// Whether streamed text is worth showing: never a prefix of `[no reply]`.
 fn worth_showing(text: &str) -> bool {
-    let t = text.trim();
-    !(t.is_empty() || strings::NO_REPLY.starts_with(t) || t.starts_with(strings::NO_REPLY))
+    let t = text.trim().to_ascii_lowercase();
+    !(t.is_empty() || strings::NO_REPLY.starts_with(&t) || t.starts_with(strings::NO_REPLY))
 }
 
 impl<'a> Live<'a> {
@@ -184,7 +184,7 @@ impl<'a> Live<'a> {
     pub async fn finish(&self, reply: u32, text: &str, cut: bool) -> Result<(), PostError> {
         self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let text = text.trim();
-        if text.is_empty() || (text == strings::NO_REPLY && !cut) {
+        if text.is_empty() || (strings::is_no_reply(text) && !cut) {
             return Ok(());
         }
         let full = if cut { format!("{text}\n\n{}", strings::CUT_SHORT) } else { text.to_owned() };

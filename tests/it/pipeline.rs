@@ -68,7 +68,10 @@ async fn a_write_that_fails_for_now_is_retried_without_asking_again_and_one_refu
     let llm = FakeLlm::start().await;
     let weather = json!({"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": 21}]},
         "fallback": "Lisbon 21 °C"});
-    llm.script([call("rich_send", weather.clone()), call("rich_send", weather), text("Lisbon is at 21 °C.")]);
+    // The second call differs from the first: an identical one would not be sent again.
+    let mut tomorrow = weather.clone();
+    tomorrow["fallback"] = json!("Lisbon tomorrow 23 °C");
+    llm.script([call("rich_send", weather), call("rich_send", tomorrow), text("Lisbon is at 21 °C.")]);
     let bot = Bot::start(&fake.url, &llm.base_url, "").await;
     bot.push("1", vec![invite()]).await;
     let now = richbot::clock::now_ms();
