@@ -77,6 +77,11 @@ impl Guard {
     }
 
     /// Whether the loop is to end after this round's results, and why.
+    /// Whether a reply so far had a cut call.
+    pub fn was_cut(&self) -> bool {
+        self.cut_replies > 0
+    }
+
     pub fn stop(&self) -> Option<&Misbehaved> {
         self.stop.as_ref()
     }

@@ -166,6 +166,8 @@ pub struct Outcome {
     pub exhausted: bool,
     /// Set when the loop ended early because the model misbehaved ([`guard`]).
     pub stopped: Option<Misbehaved>,
+    /// A reply of the loop had a cut call (which the model was told of).
+    pub cut: bool,
 }
 
 /// Why a runner stopped the loop: the call could not be made now (the homeserver is
@@ -237,7 +239,11 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
         usage.add(reply.usage);
         messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
         if reply.tool_calls.is_empty() {
-            return (Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false, stopped: None }), messages);
+            let cut = guard.was_cut();
+            return (
+                Ok(Outcome { text: reply.text, rounds: round, usage, exhausted: false, stopped: None, cut }),
+                messages,
+            );
         }
         let calls = &reply.tool_calls;
         // A call repeated in one reply (small models do) is made once: the repeats get
@@ -285,9 +291,11 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
             messages.push(Message::Tool { call_id: call.id.clone(), content });
         }
         if let Some(why) = guard.stop() {
-            let outcome = Outcome { text: None, rounds: round, usage, exhausted: false, stopped: Some(why.clone()) };
+            let (stopped, cut) = (Some(why.clone()), guard.was_cut());
+            let outcome = Outcome { text: None, rounds: round, usage, exhausted: false, stopped, cut };
             return (Ok(outcome), messages);
         }
     }
-    (Ok(Outcome { text: None, rounds: max_rounds, usage, exhausted: true, stopped: None }), messages)
+    let cut = guard.was_cut();
+    (Ok(Outcome { text: None, rounds: max_rounds, usage, exhausted: true, stopped: None, cut }), messages)
 }

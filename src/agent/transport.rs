@@ -1,7 +1,8 @@
 //! The HTTP stack under async-openai: its own retries (429, 5xx and connection errors,
 //! [`OpenAIRetryLayer`]) over reqwest, with one exception below them. A 500 whose body
 //! says the model server could not parse the tool call the model wrote (llama.cpp:
-//! "Failed to parse tool call arguments as JSON") is not an outage: asking again makes
+//! "Failed to parse tool call arguments as JSON", or "The model produced output that does
+//! not match the expected … format") is not an outage: asking again makes
 //! the model write the same long call again (minutes on a CPU) to fail the same way. It
 //! goes back at once as an error the retries pass through, for the loop to treat as a
 //! cut call ([`super::Error::Unreadable`]).
@@ -21,7 +22,9 @@ pub const UNREADABLE_TYPE: &str = "richbot_unreadable_tool_call";
 /// Whether an error message from the model server says it could not read a tool call.
 pub fn unreadable_call(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
-    m.contains("failed to parse tool call") || m.contains("failed to parse tool-call")
+    m.contains("failed to parse tool call")
+        || m.contains("failed to parse tool-call")
+        || m.contains("model produced output that does not match")
 }
 
 /// Async-openai's retries over reqwest, with unreadable calls not retried.
@@ -95,6 +98,9 @@ mod tests {
     fn llama_cpps_unreadable_call_is_told_apart_from_other_server_errors() {
         let body = br#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] syntax error","type":"server_error"}}"#;
         assert!(unreadable_call(&error_message(body)));
+        // Its newer parser's words for the same, as a real server streamed them here.
+        let peg = br#"{"error":{"code":500,"message":"The model produced output that does not match the expected peg-native format: <tool_call>"}}"#;
+        assert!(unreadable_call(&error_message(peg)));
         assert!(!unreadable_call(&error_message(br#"{"error":{"code":500,"message":"slot unavailable"}}"#)));
         assert_eq!(error_message(b"upstream down"), "upstream down");
     }

@@ -6,6 +6,17 @@ use serde_json::{Value, json};
 
 use super::{Message, Reply, ToolCall, ToolSpec, Usage};
 
+/// A call's arguments as the history gives them back: a cut or malformed call's as `{}`.
+/// Servers that render the history through a chat template (llama.cpp) parse every
+/// call's arguments, and refuse the whole request with a 500 when one is not JSON, so a
+/// cut call told to the model would be cut again. What the call was is in its result.
+fn readable(arguments: &str) -> &str {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(_)) => arguments,
+        _ => "{}",
+    }
+}
+
 /// The request body; `stream` asks for server-sent events, with the usage in the last one.
 pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
     let messages: Vec<Value> = messages
@@ -23,7 +34,7 @@ pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[Tool
                 if !tool_calls.is_empty() {
                     v["tool_calls"] = tool_calls
                         .iter()
-                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": readable(&c.arguments)}}))
                         .collect();
                 }
                 v
@@ -94,6 +105,23 @@ pub fn usage(response: &Value) -> Option<Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_calls_arguments_go_back_as_an_empty_object() {
+        let call = |arguments: &str| ToolCall::new("c", "rich_send", arguments);
+        let history = [Message::Assistant {
+            text: None,
+            tool_calls: vec![call(r#"{"fallback": "Par"#), call(""), call("[1]"), call(r#"{"a": 1}"#)],
+        }];
+        let body = request("m", 10, &history, &[], false);
+        let sent: Vec<&str> = body["messages"][0]["tool_calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .filter_map(|c| c["function"]["arguments"].as_str())
+            .collect();
+        assert_eq!(sent, ["{}", "{}", "{}", r#"{"a": 1}"#]);
+    }
 
     #[test]
     fn replies_are_read_leniently() {

@@ -64,7 +64,8 @@ pub struct Field {
 #[derive(Debug)]
 pub struct BlockSpec {
     pub name: &'static str,
-    /// What the block is for, shown to the model in the tool description.
+    /// What the block is for, shown to the model in the tool description (empty when
+    /// its name says it).
     pub use_for: &'static str,
     pub fields: &'static [Field],
     /// Action blocks are strictly typed: unknown fields are refused.
@@ -229,7 +230,7 @@ pub static CATALOGUE: &[BlockSpec] = &[
     },
     BlockSpec {
         name: "code",
-        use_for: "code",
+        use_for: "",
         fields: &[req("code", Kind::Text), opt("language", Kind::Str), opt("filename", Kind::Str)],
         strict: false,
         extra: None,
@@ -278,7 +279,7 @@ pub static CATALOGUE: &[BlockSpec] = &[
     },
     BlockSpec {
         name: "ticker",
-        use_for: "prices",
+        use_for: "",
         fields: &[
             req("symbol", Kind::Str),
             req("price", Kind::Num),
@@ -291,7 +292,7 @@ pub static CATALOGUE: &[BlockSpec] = &[
     },
     BlockSpec {
         name: "weather",
-        use_for: "weather questions",
+        use_for: "",
         fields: &[
             req("location", Kind::Str),
             req("temp", Kind::Num),

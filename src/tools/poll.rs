@@ -35,11 +35,10 @@ pub fn poll_specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: RICH_POLL.to_owned(),
             description: format!(
-                "Start a poll in this chat (members vote in their client or by replying with a number; one vote \
-                 each, their latest counts). Use it when the group should choose. The question and its numbered \
-                 answers are also posted as a message, so do not repeat them. Its votes are shown to you at your \
-                 next turn, as a tally you can report. It ends after end_after_secs ({}-{} s) if given, or when you \
-                 call {RICH_POLL_END}; its result is then posted. Returns {{\"event_id\": \"$...\"}}: the poll's id.",
+                "Start a poll in this chat when the group should choose. Members vote in their client or by \
+                 replying with a number. Its question and numbered answers are posted for you; its tally is shown \
+                 to you next turn. It ends after end_after_secs ({}-{}) or at {RICH_POLL_END}, and its result is \
+                 posted. Returns {{\"event_id\": \"$...\"}}: the poll's id.",
                 END_AFTER.start(),
                 END_AFTER.end()
             ),
@@ -55,9 +54,9 @@ pub fn poll_specs() -> Vec<ToolSpec> {
                     "kind": {
                         "type": "string",
                         "enum": ["disclosed", "undisclosed"],
-                        "description": "disclosed (the default): voters see the results as they vote; undisclosed: only once it ends.",
+                        "description": "disclosed (default): results shown while voting; undisclosed: only at the end.",
                     },
-                    "end_after_secs": {"type": "integer", "description": "End the poll this many seconds from now."},
+                    "end_after_secs": {"type": "integer"},
                 },
                 "required": ["question", "answers"],
                 "additionalProperties": false,
@@ -65,8 +64,8 @@ pub fn poll_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: RICH_POLL_END.to_owned(),
-            description: "End a poll you started in this chat (when asked to, or when the group has decided). \
-                 Returns {\"event_id\": \"$...\", \"result\": \"...\"}: the result to tell."
+            description: "End a poll you started in this chat. Returns {\"event_id\": \"$...\", \"result\": \"...\"}: \
+                 the result to tell."
                 .to_owned(),
             parameters: json!({
                 "type": "object",

@@ -29,10 +29,8 @@ pub const EVENT_ID_PATTERN: &str = r"^\$[!-~]{1,254}$";
 
 /// The system-prompt line for the tools.
 pub fn prompt_line() -> &'static str {
-    "You can answer with rich messages: call rich_send to post tables, weather, charts, trackers, cards, \
-     code and the other blocks, and rich_edit to update a message you sent (a live tracker, a correction). \
-     Use them whenever structure helps more than prose; plain short answers can stay plain text. \
-     Every rich message needs a fallback that says everything on its own, for clients that cannot draw blocks. \
+    "Answer with a rich message (rich_send; rich_edit updates one you sent) whenever blocks help more than \
+     prose; short answers can stay plain text. A rich message's fallback must say everything on its own. \
      When a rich message already said it all, end your turn with exactly [no reply]."
 }
 
@@ -41,7 +39,7 @@ pub fn prompt_line() -> &'static str {
 pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
     let room = room_schema(rooms);
     let payload = json!({
-        "description": "The block payload: {\"v\": 1, \"blocks\": [1-8 blocks]} (an object, or a JSON string of one).",
+        "description": "{\"v\": 1, \"blocks\": [1-8 blocks]}",
         "type": ["object", "string"],
     });
     // In the subset every common server's grammar converter takes (`agent::portable`):
@@ -49,7 +47,7 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
     // `plan` holds it), no `\S` in patterns.
     let fallback = json!({
         "type": "string",
-        "description": format!("The whole message as CommonMark text (at most {MAX_FALLBACK} characters), for clients that cannot draw blocks. It must carry every fact the blocks show. May be left out only when the payload has a math block."),
+        "description": format!("CommonMark text with every fact the blocks show (at most {MAX_FALLBACK} characters)."),
     });
     let event_id = |what: &str| json!({"type": "string", "pattern": EVENT_ID_PATTERN, "description": what});
     vec![
@@ -89,9 +87,8 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
 
 fn edit_description(interval_ms: u64) -> String {
     format!(
-        "Replace the content of a rich message you sent earlier (use the event_id rich_send returned; \
-         always the original message, never an edit). Give the full new payload and fallback. \
-         Edits of one message are paced {} s apart; a faster edit waits for its slot.",
+        "Replace a rich message you sent (the event_id rich_send returned) with a full new payload and \
+         fallback. Edits of one message are paced {} s apart; a faster one waits.",
         seconds(interval_ms)
     )
 }
@@ -106,15 +103,17 @@ fn send_description() -> String {
     let mut blocks = String::new();
     for spec in CATALOGUE {
         let required: Vec<&str> = spec.fields.iter().filter(|f| f.required).map(|f| f.name).collect();
-        blocks.push_str(&format!("\n- {} ({}): {}", spec.name, required.join(", "), spec.use_for));
+        blocks.push_str(&format!("\n- {} ({})", spec.name, required.join(", ")));
+        if !spec.use_for.is_empty() {
+            blocks.push_str(&format!(": {}", spec.use_for));
+        }
     }
     format!(
-        "Post a rich message: a payload of blocks plus a CommonMark fallback. Blocks (required fields):{blocks}\n\
-         Buttons: {{\"label\": \"Yes\", \"action\": {{\"type\": \"react\", \"key\": \"✅\"}}}} or \
+        "Post a rich message: blocks plus a CommonMark fallback. Blocks (required fields):{blocks}\n\
+         Button: {{\"label\": \"Yes\", \"action\": {{\"type\": \"react\", \"key\": \"✅\"}}}} or \
          {{\"type\": \"send\", \"body\": \"...\"}}.\n\
-         Numbers: integers, or decimal strings for fractions (\"62.99\", never 62.99): Matrix rejects floats. \
-         Times: ISO 8601 (\"2026-12-01T18:00:00Z\"). Images and files: mxc:// URLs you were given (a member's picture, a tool's image), or a data: URL \
-         (\"data:text/csv;base64,...\") of a file you made, which is uploaded for you.\n\
+         Numbers: integers, or decimal strings (\"62.99\", never 62.99). Times: ISO 8601 (\"2026-12-01T18:00:00Z\"). \
+         Images, files: mxc:// URLs you were given, or a data: URL (\"data:text/csv;base64,...\") of a file you made.\n\
          Example call: {EXAMPLE_CALL}\n\
          Returns {{\"event_id\": \"$...\"}}, or {{\"error\", \"code\", \"path\"}} saying what to fix."
     )

@@ -23,35 +23,6 @@ use support::{Env, Options, eventually, room_id};
 const FIRST: &str = "What's the weather in Paris?";
 const SECOND: &str = "Show the weather in Rome as a rich message.";
 
-/// One model call as the server logged it.
-#[derive(Debug, Clone, Copy)]
-struct Call {
-    prompt: u64,
-    evaluated: u64,
-}
-
-/// The calls the server finished, in order: from each task's "prompt eval time = … / N
-/// tokens", "eval time = … / G tokens" and "stop processing: n_tokens = T" (the prompt is
-/// T − G).
-fn calls(log: &std::path::Path) -> Vec<Call> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let number = |line: &str, after: &str| -> Option<u64> {
-        let rest = &line[line.find(after)? + after.len()..];
-        rest.trim_start().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-    };
-    let (mut out, mut evaluated, mut generated) = (Vec::new(), 0, 0);
-    for line in text.lines() {
-        if line.contains("prompt eval time =") {
-            evaluated = number(line, "ms /").unwrap_or(0);
-        } else if line.contains("       eval time =") {
-            generated = number(line, "ms /").unwrap_or(0);
-        } else if let Some(total) = line.contains("stop processing").then(|| number(line, "n_tokens =")).flatten() {
-            out.push(Call { prompt: total.saturating_sub(generated), evaluated });
-        }
-    }
-    out
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -78,7 +49,7 @@ async fn main() {
             })
             .await;
             let took = started.elapsed();
-            let all = calls(&llama.log);
+            let all = llama.calls();
             let mine = all[seen..].to_vec();
             seen = all.len();
             turns.push((took, mine));

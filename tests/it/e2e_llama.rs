@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::llama::{LlamaServer, MODEL};
+use crate::support::llama::{LlamaServer, MODEL, Template};
 use crate::support::{BOT, Env, Options, eventually, room_id};
 
 async fn env(stream: bool) -> (LlamaServer, Env) {
@@ -81,4 +81,37 @@ async fn unstreamed_a_dm_question_is_answered_as_a_rich_weather_message() {
     let (outcomes, said) = answers(&env, &room, 1).await;
     assert_eq!((outcomes.as_slice(), said.len()), (["no_reply".to_owned()].as_slice(), 1), "{said:#?}");
     assert_weather(&said[0], &llama);
+}
+
+/// A model that loses its way (the astray template: this base model then writes calls
+/// until its token limit) gets bounded, honest handling. Its cut reply is told to it once,
+/// with the cut call given back readable (llama.cpp refuses a history whose call is not
+/// JSON); what it does then varies with the prompt: it answers, or is cut again and the
+/// turn ends. Either way the turn ends well inside its deadline, after at most two calls,
+/// and the member reads an answer or the one sentence, never "can't reach".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_loses_its_way_is_stopped_and_the_member_answered_or_told_in_one_sentence() {
+    let llama = LlamaServer::start_with(Template::Astray).await;
+    let llm = Some((llama.base_url.clone(), MODEL.to_owned(), LlamaServer::llm_toml(true)));
+    let extra_toml = "[limits]\nturn_deadline_secs = 360\n".to_owned();
+    let env = Env::start_with(Options { llm, llm_timeout_secs: 300, extra_toml, ..Default::default() }).await;
+    let room = env.dm().await;
+    env.alice.say(&room, "What's the weather in Paris?").await;
+    let (outcomes, said) = answers(&env, &room, 1).await;
+    let calls = llama.calls();
+    let log = llama.log.display();
+    assert_eq!(calls.first().map(|c| c.generated), Some(LlamaServer::MAX_TOKENS), "it lost its way: {calls:?} ({log})");
+    assert!(calls.len() <= 2, "told once, then answered or stopped: {calls:?} ({log})");
+    let bodies: Vec<&str> = said.iter().filter_map(|m| m["content"]["body"].as_str()).collect();
+    let honest = [richbot::strings::MODEL_CUT_OFF, richbot::strings::MODEL_REPEATING];
+    match outcomes[0].as_str() {
+        "answered" | "no_reply" => assert!(
+            !bodies.is_empty() && bodies.iter().all(|b| !honest.contains(b) && *b != richbot::strings::LLM_FAILED),
+            "{said:#?}"
+        ),
+        unfinished if unfinished.starts_with("unfinished") => {
+            assert!(matches!(bodies.as_slice(), [one] if honest.contains(one)), "{said:#?}")
+        }
+        other => panic!("{other}: {said:#?} ({log})"),
+    }
 }

@@ -81,6 +81,31 @@ async fn a_call_cut_off_by_the_token_limit_or_not_json_is_never_run_and_the_mode
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_gives_up_after_its_cut_call_leaves_the_member_told_why_not_in_silence() {
+    let env = Env::start().await;
+    let whole = weather("Lisbon").to_string();
+    // Told its call was cut, the model ends its turn with "no reply" having posted nothing
+    // (the real small model does).
+    env.llm.script([Step::Length(vec![("rich_send".into(), whole[..whole.len() / 2].to_owned())]), text("[no reply]")]);
+    let room = env.dm().await;
+    env.alice.say(&room, "weather in Lisbon?").await;
+    let turns = env.wait_turns(&room, 1).await;
+    assert_eq!(turns[0].0, "unfinished: the model gave no answer after its tool call was cut off");
+    assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), [richbot::strings::MODEL_CUT_OFF]);
+
+    // Having posted its answer, it may end so: nothing more is said.
+    env.llm.script([
+        Step::Length(vec![("rich_send".into(), whole[..whole.len() / 2].to_owned())]),
+        Step::Calls(vec![("rich_send".into(), whole.clone())]),
+        text("[no reply]"),
+    ]);
+    let room = env.dm().await;
+    env.alice.say(&room, "weather in Lisbon?").await;
+    assert_eq!(env.wait_turns(&room, 1).await[0].0, "no_reply");
+    assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), ["Lisbon: 12 °C, cloudy"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_before_and_between_a_replys_calls_is_posted_once_before_the_rich_messages() {
     let env = Env::start().await;
     let pieces = || vec!["Here is ".to_owned(), "the weather ".to_owned(), "for both.".to_owned()];

@@ -44,17 +44,53 @@ pub struct LlamaServer {
     pub log: PathBuf,
 }
 
+/// The chat template the server is started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Template {
+    /// The fixture as it is: the model answers with one weather call.
+    Primed,
+    /// The fixture with its worked calls' arguments in the other order (payload, then
+    /// fallback), against the order the server's grammar asks for: this base model then
+    /// loses its way and writes calls until its token limit, as the issue that added it
+    /// measured (a model that misbehaves, for real).
+    Astray,
+}
+
+impl Template {
+    /// The template's path: the fixture, or a copy rewritten into `dir` for the server on
+    /// `port` alone.
+    fn path(self, dir: &std::path::Path, port: u16) -> PathBuf {
+        let fixture = root().join("tests/fixtures/real-llm/gemma3-tools-primed.jinja");
+        if self == Self::Primed {
+            return fixture;
+        }
+        let text = std::fs::read_to_string(&fixture).expect("template");
+        let calls =
+            regex::Regex::new(r#""arguments": \{("fallback": "[^"]*"), ("payload": \{.*?\}\]\})\}"#).expect("regex");
+        assert_eq!(calls.find_iter(&text).count(), 2, "the fixture's two worked calls");
+        let astray = calls.replace_all(&text, r#""arguments": {$2, $1}"#);
+        let path = dir.join(format!("gemma3-tools-astray-{port}.jinja"));
+        std::fs::write(&path, astray.as_bytes()).expect("write template");
+        path
+    }
+}
+
 impl LlamaServer {
     pub async fn start() -> Self {
+        Self::start_with(Template::Primed).await
+    }
+
+    pub async fn start_with(template: Template) -> Self {
         tokio::task::spawn_blocking(install).await.expect("install");
         let dir = root().join("target/llama");
         let port = free_port();
         let log = dir.join(format!("server-{port}.log"));
         let out = std::fs::File::create(&log).expect("log file");
+        let template = template.path(&dir, port);
         let child = Command::new(dir.join("venv/bin/llama-server-vulkan"))
             .args(["-m", dir.join("gemma-3-270m.gguf").to_str().expect("utf8")])
             .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--jinja", "--chat-template-file"])
-            .arg(root().join("tests/fixtures/real-llm/gemma3-tools-primed.jinja"))
+            .arg(template)
             .args(["--temp", "0", "--logit-bias", "106+12", "-c", "8192", "-np", "1", "-t", "1", "--alias", MODEL])
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log"))
@@ -71,10 +107,48 @@ impl LlamaServer {
         server
     }
 
+    /// The `max_tokens` of [`Self::llm_toml`].
+    pub const MAX_TOKENS: u64 = 400;
+
     /// `[llm]` lines for it: bounds for a slow CPU (a cold prompt of richbot's size takes
     /// ~7 s here, and much longer when the machine is busy).
     pub fn llm_toml(stream: bool) -> String {
-        format!("idle_timeout_secs = 240\nmax_tokens = 400\nstream = {stream}\n")
+        format!("idle_timeout_secs = 240\nmax_tokens = {}\nstream = {stream}\n", Self::MAX_TOKENS)
+    }
+}
+
+/// One model call as the server logged it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    /// The prompt's tokens.
+    pub prompt: u64,
+    /// Of them, the ones evaluated (the rest were reused from the server's cache).
+    pub evaluated: u64,
+    /// The tokens generated.
+    pub generated: u64,
+}
+
+impl LlamaServer {
+    /// The calls the server finished, in order: from each task's "prompt eval time = … /
+    /// N tokens", "eval time = … / G tokens" and "stop processing: n_tokens = T" (the
+    /// prompt is T − G).
+    pub fn calls(&self) -> Vec<Call> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let number = |line: &str, after: &str| -> Option<u64> {
+            let rest = &line[line.find(after)? + after.len()..];
+            rest.trim_start().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        };
+        let (mut out, mut evaluated, mut generated) = (Vec::new(), 0, 0);
+        for line in text.lines() {
+            if line.contains("prompt eval time =") {
+                evaluated = number(line, "ms /").unwrap_or(0);
+            } else if line.contains("       eval time =") {
+                generated = number(line, "ms /").unwrap_or(0);
+            } else if let Some(total) = line.contains("stop processing").then(|| number(line, "n_tokens =")).flatten() {
+                out.push(Call { prompt: total.saturating_sub(generated), evaluated, generated });
+            }
+        }
+        out
     }
 }
 

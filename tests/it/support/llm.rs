@@ -213,6 +213,12 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
         let body = json!({"error": {"message": "stream is not supported", "type": "invalid_request_error", "param": "stream", "code": null}});
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
     }
+    if let Some(bad) = unparsable_history(&request) {
+        // As llama.cpp's template renderer: the whole request is refused.
+        let error = json!({"error": {"code": 500, "type": "server_error",
+            "message": format!("Failed to parse tool call arguments as JSON: {bad:?}")}});
+        return (StatusCode::INTERNAL_SERVER_ERROR, Json(error)).into_response();
+    }
     let step = shared.script.lock().expect("lock").pop_front();
     let step = step.unwrap_or_else(|| match shared.responder.lock().expect("lock").as_ref() {
         Some(f) => f(&request),
@@ -221,6 +227,15 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
     let usage = shared.usage.lock().expect("lock").unwrap_or((100, 20, 0));
     let streaming = request.get("stream").and_then(Value::as_bool) == Some(true);
     answer(step, usage, streaming, &shared.first_pieces).await
+}
+
+/// The first tool call in the request's history whose arguments are not a JSON object:
+/// servers that render the history through a template parse them all.
+fn unparsable_history(request: &Value) -> Option<String> {
+    let messages = request["messages"].as_array()?;
+    let calls = messages.iter().filter_map(|m| m["tool_calls"].as_array()).flatten();
+    let arguments = calls.map(|c| c["function"]["arguments"].as_str().unwrap_or_default());
+    arguments.into_iter().find(|a| !serde_json::from_str::<Value>(a).is_ok_and(|v| v.is_object())).map(str::to_owned)
 }
 
 /// One SSE event of a chat-completion chunk with `delta`.
