@@ -292,8 +292,7 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
         }
         if let Some(why) = guard.stop() {
             let (stopped, cut) = (Some(why.clone()), guard.was_cut());
-            let outcome = Outcome { text: None, rounds: round, usage, exhausted: false, stopped, cut };
-            return (Ok(outcome), messages);
+            return (Ok(Outcome { text: None, rounds: round, usage, exhausted: false, stopped, cut }), messages);
         }
     }
     let cut = guard.was_cut();
