@@ -89,6 +89,7 @@ pub mod inbox;
 pub mod room;
 pub mod turn;
 pub mod approval;
+pub mod schedules;
 // What the stages count (by tool name, hence above `tools`).
 pub mod metrics;
 // What a turn uses.
@@ -184,6 +185,10 @@ pub async fn run(
     let (agent_outbox, agent_matrix) = (outbox.clone(), matrix.clone());
     let closer = polls::Closer::default();
     let poll_closer = tokio::spawn(closer.clone().run(store.clone(), outbox.clone()));
+    let ticker = schedules::Ticker::default();
+    let bounds = settings.config.schedules.bounds();
+    let fire = ticker.clone().run(store.clone(), queue.clone(), bounds, metrics.clone());
+    let schedule_ticker = tokio::spawn(fire);
     let budget = parts::budget(&settings);
     let turns = turn::Turns::new(
         store.clone(),
@@ -197,7 +202,8 @@ pub async fn run(
     .with_tools(toolbox, approvals.clone())
     .with_models(models)
     .with_media(media::Media::new(matrix.clone(), settings.config.media.limits()))
-    .with_polls(closer);
+    .with_polls(closer)
+    .with_schedules(parts::schedule_kit(&settings, ticker));
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let mut rooms =
@@ -252,8 +258,8 @@ pub async fn run(
     };
     let cap = appservice::connection_cap(settings.config.appservice.max_connections);
     let served = appservice::serve(listener, app, cap, graceful).await;
-    for task in [scheduler.abort_handle(), registrar.abort_handle(), pruner.abort_handle(), poll_closer.abort_handle()]
-    {
+    let tasks = [scheduler.abort_handle(), registrar.abort_handle(), pruner.abort_handle(), poll_closer.abort_handle()];
+    for task in tasks.into_iter().chain([schedule_ticker.abort_handle()]) {
         task.abort();
     }
     if let Some(p) = pump {

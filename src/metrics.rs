@@ -27,6 +27,14 @@ pub struct Metrics {
     pub cached_prompt_tokens: AtomicU64,
     pub completion_tokens: AtomicU64,
     pub edit_wait_ms: AtomicU64,
+    /// Schedules' occurrences fired (of them, late), skipped (missed too long ago), and
+    /// schedules stopped (their asker left or lost access).
+    pub schedules_fired: AtomicU64,
+    pub schedules_late: AtomicU64,
+    pub schedules_skipped: AtomicU64,
+    pub schedules_stopped: AtomicU64,
+    /// Active schedules, as last counted (a gauge).
+    pub schedules_active: AtomicU64,
     turns: Mutex<BTreeMap<String, u64>>,
     tool_calls: Mutex<BTreeMap<(String, String), u64>>,
     /// Agent clients' writes by client and result.
@@ -79,7 +87,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 13] = [
+        let counters: [(&str, &str, &AtomicU64); 17] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
@@ -105,6 +113,26 @@ impl Metrics {
             ),
             ("richbot_llm_completion_tokens_total", "Completion tokens reported by the LLM.", &self.completion_tokens),
             ("richbot_edit_wait_milliseconds_total", "Time edits waited for their slot.", &self.edit_wait_ms),
+            (
+                "richbot_schedules_fired_total",
+                "Schedule occurrences fired (late ones included).",
+                &self.schedules_fired,
+            ),
+            (
+                "richbot_schedules_late_total",
+                "Schedule occurrences fired late (missed while richbot was down, within schedules.max_late_secs).",
+                &self.schedules_late,
+            ),
+            (
+                "richbot_schedules_skipped_total",
+                "Schedule occurrences skipped: missed longer ago than schedules.max_late_secs.",
+                &self.schedules_skipped,
+            ),
+            (
+                "richbot_schedules_stopped_total",
+                "Schedules stopped because their asker left the room, was banned or lost access.",
+                &self.schedules_stopped,
+            ),
         ];
         let crypto = self.crypto.get().map(|c| {
             [
@@ -131,6 +159,11 @@ impl Metrics {
             let _ =
                 writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
         }
+        let _ = writeln!(
+            out,
+            "# HELP richbot_schedules_active Active schedules.\n# TYPE richbot_schedules_active gauge\nrichbot_schedules_active {}",
+            self.schedules_active.load(Ordering::Relaxed)
+        );
         let _ =
             writeln!(out, "# HELP richbot_turns_total Finished turns by outcome.\n# TYPE richbot_turns_total counter");
         if let Ok(map) = self.turns.lock() {

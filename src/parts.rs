@@ -232,3 +232,9 @@ pub fn crypto(
     let wait = Duration::from_secs(e.wait_for_key_secs);
     Some(crate::crypto::Crypto::new((store.clone(), matrix.clone()), &ids, wait, (sharing, Some(queue))))
 }
+
+/// What turns need of schedules: `[schedules]`, `bot.timezone`, and the ticker to wake.
+pub fn schedule_kit(settings: &Settings, ticker: crate::schedules::Ticker) -> crate::turn::ScheduleKit {
+    let timezone = settings.config.bot.timezone.as_deref().and_then(|z| crate::schedules::when::zone(z).ok());
+    crate::turn::ScheduleKit { ticker: Some(ticker), bounds: settings.config.schedules.bounds(), timezone }
+}

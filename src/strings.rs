@@ -117,8 +117,16 @@ pub fn help(persona: &str) -> String {
         "I'm {persona}, an assistant that answers with rich messages (tables, weather, charts, trackers, cards, code). \
          In a direct chat, just write; in a room, mention me or reply to me.\n\n\
          Commands: `!help` (this), `!reset` (forget the conversation so far), \
-         `!mode thread|reply|flat` (how I answer in this room; power level 50), `!usage` (your use today)."
+         `!mode thread|reply|flat` (how I answer in this room; power level 50), `!usage` (your use today), \
+         `!schedules` (your reminders and schedules here), `!unschedule <id>` (cancel one), \
+         `!timezone Europe/Lisbon` (the zone I write your times in).\n\n\
+         Ask me for reminders in words: \"remind me tomorrow at 9\", \"every Monday at 9:00 post the sprint summary\"."
     )
+}
+
+/// The note before a scheduled message that fires late (richbot was away at its time).
+pub fn schedule_late(due: &str) -> String {
+    format!("⏰ Late: this was due {due}, while I was away.")
 }
 
 /// Confirms `!reset`.

@@ -61,12 +61,18 @@ async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm:
         tools_line: tools::prompt_line(),
         polls: "",
         now_ms: crate::clock::now_ms(),
+        zone: None,
         budget: settings.config.bot.history_chars,
     };
     let mut messages = context::build(&situation, &[], &[], &context::Parts::new());
     messages.push(Message::User(QUESTION.to_owned()));
     let rooms = tools::RoomChoices { in_dm: true, shared: Vec::new() };
-    let rich = [tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms), tools::poll_specs()].concat();
+    let rich = [
+        tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms),
+        tools::poll_specs(),
+        crate::schedules::schedule_specs(),
+    ]
+    .concat();
     let rich_count = rich.len();
     let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
     let specs = toolbox.offer(rich, who).specs();

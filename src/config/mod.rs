@@ -20,6 +20,7 @@ mod env;
 mod limits;
 mod mcp;
 mod persona;
+mod schedules;
 mod sections;
 mod settings;
 mod validate;
@@ -33,6 +34,7 @@ pub use endpoints::Endpoint;
 pub use limits::{BudgetConfig, Limits};
 pub use media::MediaConfig;
 pub use persona::Persona;
+pub use schedules::SchedulesConfig;
 pub use sections::{
     Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
 };
@@ -83,6 +85,8 @@ pub struct Config {
     pub agents: crate::agents::AgentsConfig,
     #[serde(default)]
     pub media: MediaConfig,
+    #[serde(default)]
+    pub schedules: SchedulesConfig,
 }
 
 /// Reads a config file as written, without validating it or applying the environment (for

@@ -161,6 +161,10 @@ pub struct Bot {
     /// rooms go to another after at most this long.
     #[serde(default = "default_lease")]
     pub lease_secs: u64,
+    /// The IANA zone members' times are written in unless they set their own
+    /// (`!timezone`); unset, times are UTC and the model is told no zone.
+    #[serde(default)]
+    pub timezone: Option<String>,
 }
 
 /// What a persona does in an encrypted room.
@@ -285,6 +289,7 @@ impl Default for Bot {
             history_days: default_history_days(),
             shutdown_grace_secs: default_shutdown_grace(),
             lease_secs: default_lease(),
+            timezone: None,
         }
     }
 }

@@ -58,6 +58,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         problems.push("llm.max_rounds: must be 1-32".to_owned());
     }
     config.media.problems(&mut problems);
+    config.schedules.problems(config.bot.timezone.as_deref(), &mut problems);
     if config.encryption.wait_for_key_secs == 0 {
         problems.push("encryption.wait_for_key_secs: must be at least 1".to_owned());
     }

@@ -201,11 +201,16 @@ struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 /// `sender` or `type` cannot be answered or deduplicated, and is counted malformed. So is
 /// one whose ids, type or state key hold a control character or are over the spec's 255
 /// bytes: those are indexed as text, and a NUL (which PostgreSQL refuses in text) would
-/// fail the whole transaction, which the homeserver then retries for ever.
+/// fail the whole transaction, which the homeserver then retries for ever. And so is an
+/// event of the type of schedules' occurrences, which only richbot makes.
 fn to_new_event(event: &RawValue) -> Option<NewEvent> {
     let head: Head<'_> = serde_json::from_str(event.get()).ok()?;
     let texts = [&head.event_id, &head.room_id, &head.sender, &head.event_type];
     if !texts.iter().all(|t| t.as_ref().is_some_and(|t| well_formed(&t.0))) {
+        return None;
+    }
+    // Only richbot makes schedules' occurrences; one from the homeserver is a forgery.
+    if head.event_type.as_ref().is_some_and(|t| t.0 == crate::schedules::EVENT_TYPE) {
         return None;
     }
     let state_key = match head.state_key {

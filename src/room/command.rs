@@ -15,6 +15,12 @@ pub enum Command {
     Usage,
     /// Show (`None`) or set how answers are placed in a group room.
     Mode(Option<String>),
+    /// The asker's schedules in the room (everyone's, for those who may set the mode).
+    Schedules,
+    /// Cancel a schedule (its id as typed).
+    Unschedule(String),
+    /// Show (`None`) or set the asker's time zone.
+    Timezone(Option<String>),
     /// A `!word` that is none of these.
     Unknown(String),
 }
@@ -27,13 +33,17 @@ impl Command {
             Command::Reset => "reset",
             Command::Usage => "usage",
             Command::Mode(_) => "mode",
+            Command::Schedules => "schedules",
+            Command::Unschedule(_) => "unschedule",
+            Command::Timezone(_) => "timezone",
             Command::Unknown(w) => w,
         }
     }
 }
 
 /// The command of a message: after a leading mention of the persona (`Richbot: !usage`,
-/// `@richbot:example.org !mode thread`), a `!word` alone, or `!mode` and its argument. A
+/// `@richbot:example.org !mode thread`), a `!word` alone, or `!mode`, `!unschedule` or
+/// `!timezone` and its argument. A
 /// longer message that starts with `!` is a question, not a command.
 pub fn command(body: &str, persona: &UserId, display_name: &str) -> Option<Command> {
     let mut rest = body.trim_start();
@@ -54,7 +64,11 @@ pub fn command(body: &str, persona: &UserId, display_name: &str) -> Option<Comma
         ("usage", 1) => Some(Command::Usage),
         ("mode", 1) => Some(Command::Mode(None)),
         ("mode", 2) => Some(Command::Mode(Some(words[1].to_lowercase()))),
-        ("help" | "reset" | "usage" | "mode", _) => None,
+        ("schedules", 1) => Some(Command::Schedules),
+        ("unschedule", 2) => Some(Command::Unschedule(words[1].trim_start_matches('#').to_owned())),
+        ("timezone", 1) => Some(Command::Timezone(None)),
+        ("timezone", 2) => Some(Command::Timezone(Some(words[1].to_owned()))),
+        ("help" | "reset" | "usage" | "mode" | "schedules" | "unschedule" | "timezone", _) => None,
         (_, 1) => Some(Command::Unknown(name)),
         _ => None,
     }

@@ -7,6 +7,7 @@
 //! - `!mode thread|reply|flat` (group rooms): how answers are placed; changing it takes
 //!   power level 50, or being a creator where creators outrank every level (`power`).
 //! - `!usage`: the asker's turns and tokens today, and their limit.
+//! - `!schedules`, `!unschedule <id>`, `!timezone [zone]` (`schedule_commands`).
 //!
 //! Each is answered with one `m.notice`, through a notice turn that claims the command.
 
@@ -77,6 +78,9 @@ impl Commands {
                     strings::mode_refused(MODE_LEVEL)
                 }
             }
+            Command::Schedules | Command::Unschedule(_) | Command::Timezone(_) => {
+                self.schedule_command(command, (room, persona, asker), is_dm).await?
+            }
             Command::Unknown(word) => strings::unknown_command(word),
         };
         turns.notice(who, events, text, outcome).await?;
@@ -85,7 +89,7 @@ impl Commands {
 
     /// Whether `user` may change the room's settings (`!mode`, `!reset` in a group
     /// room): by the room version's rules (`power`).
-    async fn may_set_mode(&self, room: &RoomId, persona: &UserId, user: &UserId) -> Result<bool, Error> {
+    pub(super) async fn may_set_mode(&self, room: &RoomId, persona: &UserId, user: &UserId) -> Result<bool, Error> {
         let state = self.matrix.room_state(room, persona).await?;
         Ok(super::power::power(&state, user).at_least(MODE_LEVEL))
     }

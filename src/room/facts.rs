@@ -51,9 +51,9 @@ impl Policy {
 /// Decides what an event starts.
 #[derive(Debug, Clone)]
 pub struct Triage {
-    store: Store,
-    personas: Personas,
-    policy: Policy,
+    pub(super) store: Store,
+    pub(super) personas: Personas,
+    pub(super) policy: Policy,
 }
 
 impl Triage {

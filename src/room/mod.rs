@@ -13,6 +13,8 @@
 //!   `!reset`, `!mode`, `!usage`, answered without the model; `votes`: a vote on a poll
 //!   by a reply with a number, kept for the tally.
 //! - `membership`: invites, joins, leaves, greetings.
+//! - `occurrences`: a schedule's occurrence in the inbox: its persona, if its asker may
+//!   still have it (else the schedule stops, and why is logged).
 //! - `decrypt`: encrypted events made clear (or set aside for their key) before the rest
 //!   of a step sees them.
 //! - `leases`: several instances on one PostgreSQL: a room is handled by one at a time.
@@ -31,8 +33,10 @@ mod facts;
 mod leases;
 mod limiter;
 mod membership;
+mod occurrences;
 mod power;
 mod redaction;
+mod schedule_commands;
 mod scheduler;
 mod strikes;
 pub mod triggers;

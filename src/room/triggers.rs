@@ -48,6 +48,8 @@ pub enum Trigger {
     /// A conversation command (`!help`, `!reset`, `!mode`, `!usage`), answered by richbot
     /// itself and never sent to the model.
     Command(Command),
+    /// A schedule's occurrence (`crate::schedules`): a turn of its own, for its asker.
+    Scheduled,
 }
 
 impl Trigger {

@@ -195,6 +195,10 @@ impl Worker {
                         quiet.push(event.seq);
                     }
                 }
+                crate::schedules::EVENT_TYPE => match self.triage.scheduled(event, &self.metrics).await? {
+                    Some(persona) => started.push((event, persona, Trigger::Scheduled)),
+                    None => quiet.push(event.seq),
+                },
                 "m.room.message" | "m.sticker" | "m.reaction" => match self.triage.trigger_of(event).await? {
                     Some((_, Trigger::Vote { poll, answer })) => {
                         quiet.push(self.commands.vote(event, poll, &answer).await?)
@@ -231,7 +235,13 @@ impl Worker {
         let who = (room, &*persona.user_id, asker);
         let is_dm = self.store.joined_members(room).await?.len() == 2;
         let kind = if matches!(trigger, Trigger::Command(_)) { Kind::Command } else { Kind::Turn { group: !is_dm } };
-        match self.limiter.admit(room, asker, kind, now_ms()) {
+        // A schedule's occurrence is bounded by `[schedules]`, not the turn buckets.
+        let admit = if matches!(trigger, Trigger::Scheduled) {
+            Admit::Go
+        } else {
+            self.limiter.admit(room, asker, kind, now_ms())
+        };
+        match admit {
             Admit::Cooling => {
                 tracing::info!(%room, %asker, "cooling down: not answered");
                 self.store.mark_processed(&events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
@@ -277,13 +287,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The first batch: the started events of the first persona and asker addressed, in
-/// order; a command is a batch of its own.
+/// order; a command or a schedule's occurrence is a batch of its own.
 fn first_batch<'a, 'b>(started: &'b [Started<'a>]) -> Option<Vec<&'b Started<'a>>> {
     let (head, head_persona, head_trigger) = started.first()?;
-    let command = matches!(head_trigger, Trigger::Command(_));
-    let same = |(e, p, t): &&Started<'a>| {
-        p.user_id == head_persona.user_id && e.sender == head.sender && matches!(t, Trigger::Command(_)) == command
-    };
+    let alone = |t: &Trigger| matches!(t, Trigger::Command(_) | Trigger::Scheduled);
+    let command = alone(head_trigger);
+    let same =
+        |(e, p, t): &&Started<'a>| p.user_id == head_persona.user_id && e.sender == head.sender && alone(t) == command;
     let batch: Vec<&Started<'a>> = started.iter().filter(same).collect();
     Some(if command { batch.into_iter().take(1).collect() } else { batch })
 }

@@ -189,12 +189,13 @@ impl Store {
         Ok(())
     }
 
-    /// The room's most recent messages (`m.room.message` and stickers only: reactions,
-    /// state and other types are not history) up to and including `upto_seq`, after the room's last
-    /// `!reset`, newest last, at most `limit`.
+    /// The room's most recent messages (`m.room.message` and stickers, and schedules'
+    /// occurrences, `org.richbot.schedule`; reactions, state and other types are not
+    /// history) up to and including `upto_seq`, after the room's last `!reset`, newest
+    /// last, at most `limit`.
     pub async fn history(&self, room_id: &RoomId, upto_seq: i64, limit: i64) -> Result<Vec<StoredEvent>> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM events WHERE room_id = $1 AND seq <= $2 AND event_type IN ('m.room.message', 'm.sticker')
+            "SELECT {COLUMNS} FROM events WHERE room_id = $1 AND seq <= $2 AND event_type IN ('m.room.message', 'm.sticker', 'org.richbot.schedule')
              AND seq > COALESCE((SELECT reset_seq FROM room_settings WHERE room_id = $1), 0)
              ORDER BY seq DESC LIMIT $3"
         );

@@ -88,6 +88,11 @@ impl Store {
             .execute(&self.writer)
             .await?;
         sqlx::query("DELETE FROM polls WHERE ended_at < $1").bind(before).execute(&self.writer).await?;
+        // Schedules that ended (done, cancelled, stopped) before it.
+        sqlx::query("DELETE FROM schedules WHERE state <> 'active' AND ended_at < $1")
+            .bind(before)
+            .execute(&self.writer)
+            .await?;
         Ok(pruned)
     }
 

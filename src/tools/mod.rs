@@ -26,6 +26,11 @@ pub use specs::{EXAMPLE_CALL, RoomChoices, prompt_line, tool_specs};
 /// Tool names.
 pub const RICH_SEND: &str = "rich_send";
 pub const RICH_EDIT: &str = "rich_edit";
+/// The schedule tools (their specs and checks are the schedules module's).
+pub const SCHEDULE: &str = "schedule";
+pub const SCHEDULES: &str = "schedules";
+pub const UNSCHEDULE: &str = "unschedule";
+pub const SCHEDULE_TOOLS: [&str; 3] = [SCHEDULE, SCHEDULES, UNSCHEDULE];
 
 /// Where a call posts.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use ruma::{RoomId, UserId};
 
-use super::{RICH_EDIT, RICH_POLL, RICH_POLL_END, RICH_SEND};
+use super::{RICH_EDIT, RICH_POLL, RICH_POLL_END, RICH_SEND, SCHEDULE, SCHEDULES, UNSCHEDULE};
 use crate::agent::ToolSpec;
 use crate::mcp::Mcp;
 use regex::Regex;
 
-/// The names the rich tools take, which no MCP tool may take.
-pub const RESERVED: [&str; 4] = [RICH_SEND, RICH_EDIT, RICH_POLL, RICH_POLL_END];
+/// The names the rich and schedule tools take, which no MCP tool may take.
+pub const RESERVED: [&str; 7] = [RICH_SEND, RICH_EDIT, RICH_POLL, RICH_POLL_END, SCHEDULE, SCHEDULES, UNSCHEDULE];
 
 /// Longest tool description offered (a server's own words, which cost prompt tokens).
 const MAX_DESCRIPTION: usize = 1024;

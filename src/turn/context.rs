@@ -50,6 +50,8 @@ pub struct Situation<'a> {
     /// The persona's recent polls in the room, with their votes (`polls::note`).
     pub polls: &'a str,
     pub now_ms: i64,
+    /// The asker's time zone, when known (theirs, or the deployment's).
+    pub zone: Option<chrono_tz::Tz>,
     /// Characters of history at most.
     pub budget: usize,
 }
@@ -143,7 +145,15 @@ fn facts(s: &Situation<'_>) -> String {
     let now = rfc3339(s.now_ms);
     let minute = now.get(..16).map_or(now.clone(), |m| format!("{m}Z"));
     let polls = if s.polls.is_empty() { String::new() } else { format!("\n{}", s.polls) };
-    format!("[Now: {minute}. Asked by: {}.]{polls}", s.scope.asker)
+    let local = s.zone.map(|tz| {
+        let t = crate::schedules::when::rfc3339_in(s.now_ms, tz);
+        format!(
+            ", {} in {} (their time zone: write times in it)",
+            t.get(..16).unwrap_or(&t).replace('T', " "),
+            tz.name()
+        )
+    });
+    format!("[Now: {minute}{}. Asked by: {}.]{polls}", local.unwrap_or_default(), s.scope.asker)
 }
 
 /// Puts `facts` in a first line of the newest member message (with none, in a system note
@@ -197,6 +207,9 @@ fn text_of(content: &Value, own: bool) -> Option<&str> {
 
 fn as_message(event: &StoredEvent, persona: &UserId, edited: Option<&str>, parts: &Parts) -> Option<Message> {
     let content = event.content();
+    if event.event_type == crate::schedules::EVENT_TYPE {
+        return scheduled(event);
+    }
     if event.relation().is_some_and(|r| r.is_edit()) {
         return None;
     }
@@ -224,6 +237,21 @@ fn as_message(event: &StoredEvent, persona: &UserId, edited: Option<&str>, parts
         line.push_str(&format!(" (sent by pressing the button with id \"{id}\")"));
     }
     Some(Message::User(line))
+}
+
+/// A schedule's prompt, come due: the asker's request, made earlier for now (a message
+/// schedule is the persona's own message when it is posted, and is not shown here).
+fn scheduled(event: &StoredEvent) -> Option<Message> {
+    let o = crate::schedules::Occurrence::read(event.content())?;
+    let crate::schedules::Body::Prompt(prompt) = o.body else { return None };
+    let late = if o.late { ", late: richbot was away then" } else { "" };
+    let title = o.title.map(|t| format!(" \"{t}\"")).unwrap_or_default();
+    Some(Message::User(format!(
+        "{} [scheduled request #{}{title}, due {}{late}; do it now]: {prompt}",
+        event.sender,
+        o.schedule,
+        rfc3339(o.due)
+    )))
 }
 
 /// A member's picture or file: named, with its caption, and given whole when the turn

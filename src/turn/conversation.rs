@@ -53,6 +53,7 @@ impl Turns {
             self.say_no_vision(turn, scope).await?;
         }
         let polls = self.polls_note(scope).await?;
+        let zone = super::scheduled::zone_of(&self.store, &scope.asker, self.schedules.timezone).await?;
         let situation = context::Situation {
             scope,
             polls: &polls,
@@ -60,6 +61,7 @@ impl Turns {
             system_prompt: &persona.system_prompt,
             tools_line: prompt_line(),
             now_ms: now_ms(),
+            zone,
             budget: self.limits.history_chars,
         };
         Ok(context::build(&situation, &history, presses, &parts))

@@ -36,6 +36,8 @@ mod planned;
 mod polls;
 mod record;
 mod runner;
+mod schedule_tools;
+mod scheduled;
 mod scope;
 mod shown;
 mod stop;
@@ -56,6 +58,7 @@ use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::outbox::{Outbox, WriteId};
 use crate::personas::Personas;
+use crate::schedules::schedule_specs;
 use crate::store::{self, Notice, Store, StoredEvent, TurnRecord, TurnRow};
 use crate::strings;
 use crate::tools::registry::For;
@@ -80,6 +83,7 @@ fn millis(d: Duration) -> i64 {
 }
 pub use context::Press;
 pub use outcome::{Outcome, UnknownOutcome};
+pub use scheduled::ScheduleKit;
 pub use scope::Scope;
 
 /// How a turn is run, from the configuration.
@@ -117,6 +121,8 @@ pub struct Turns {
     media: Option<crate::media::Media>,
     /// Ends polls at their time (`with_polls`).
     polls: Option<crate::polls::Closer>,
+    /// Schedules' bounds, the default zone, and the ticker to wake (`with_schedules`).
+    schedules: ScheduleKit,
 }
 
 impl Turns {
@@ -131,8 +137,22 @@ impl Turns {
     ) -> Self {
         let approvals = Approvals::new(store.clone());
         let (toolbox, models) = (Toolbox::default(), HashMap::new());
-        let (media, polls) = (None, None);
-        Self { store, llm, outbox, personas, metrics, budget, limits, toolbox, approvals, models, media, polls }
+        let (media, polls, schedules) = (None, None, ScheduleKit::default());
+        Self {
+            store,
+            llm,
+            outbox,
+            personas,
+            metrics,
+            budget,
+            limits,
+            toolbox,
+            approvals,
+            models,
+            media,
+            polls,
+            schedules,
+        }
     }
 
     /// Gives these personas their own LLM endpoint (`[[personas]]` `model`, `base_url`, ...).
@@ -174,10 +194,13 @@ impl Turns {
         let Some(persona) = self.personas.get(&turn.persona) else {
             return Ok(self.finish(turn, Outcome::PersonaRemoved, TurnRecord::default()).await?);
         };
+        if let Some(outcome) = self.post_scheduled(turn, &scope, events).await? {
+            return Ok(self.finish(turn, outcome, TurnRecord::default()).await?);
+        }
         let messages = self.conversation((turn.id, &scope), persona, events, presses).await?;
         let choices = targets::choices(&self.store, &scope).await?;
         let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
-        let rich = [tool_specs(&choices, self.outbox.interval_ms()), poll_specs()].concat();
+        let rich = [tool_specs(&choices, self.outbox.interval_ms()), poll_specs(), schedule_specs()].concat();
         let offered = self.toolbox.offer(rich, who);
         let tools = offered.specs();
 
@@ -196,6 +219,7 @@ impl Turns {
             deadline: &deadline,
             media: self.media.as_ref(),
             polls: self.polls.as_ref(),
+            schedules: &self.schedules,
         };
         let runner = runner::Runner::new(parts, kit, &scope, turn.id, self.limits);
         let (live_text, _) = tokio::sync::watch::channel(String::new());
@@ -255,17 +279,6 @@ impl Turns {
         self.run(&turn, events, &[]).await
     }
 
-    /// `!usage`: the asker's use and limit over the rolling day, as a notice turn.
-    pub async fn usage(
-        &self,
-        scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
-        events: &[StoredEvent],
-    ) -> Result<Outcome, Error> {
-        let (u, limit) = self.budget.day_use(&self.store, scope_of.2).await?;
-        let text = strings::usage(scope_of.2.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
-        self.notice(scope_of, events, text, Outcome::Command("usage".to_owned())).await
-    }
-
     /// Records the end of a turn (its events become processed in the same transaction).
     pub async fn finish(&self, turn: &TurnRow, outcome: Outcome, record: TurnRecord) -> Result<Outcome, store::Error> {
         tracing::info!(turn = turn.id, room = %turn.room_id, %outcome, rounds = record.rounds, "turn finished");
@@ -275,26 +288,5 @@ impl Turns {
             tracing::warn!(turn = turn.id, room = %turn.room_id, "the turn was finished elsewhere already; its first outcome stands");
         }
         Ok(outcome)
-    }
-
-    /// Counts the model calls made (not those `replayed` from the record).
-    fn count_llm(&self, result: &Result<agent::Outcome, agent::Error>, conversation: &[agent::Message], replayed: u32) {
-        let answered = conversation.iter().filter(|m| matches!(m, agent::Message::Assistant { .. })).count() as u64;
-        let answered = answered.saturating_sub(u64::from(replayed));
-        match result {
-            Ok(outcome) => {
-                Metrics::add(&self.metrics.llm_requests, u64::from(outcome.rounds.saturating_sub(replayed)));
-                Metrics::add(&self.metrics.prompt_tokens, outcome.usage.prompt);
-                Metrics::add(&self.metrics.cached_prompt_tokens, outcome.usage.cached);
-                Metrics::add(&self.metrics.completion_tokens, outcome.usage.completion);
-            }
-            Err(agent::Error::NotAllowed(_) | agent::Error::Suspended(_)) => {
-                Metrics::add(&self.metrics.llm_requests, answered)
-            }
-            Err(_) => {
-                Metrics::add(&self.metrics.llm_requests, answered + 1);
-                Metrics::inc(&self.metrics.llm_failures);
-            }
-        }
     }
 }

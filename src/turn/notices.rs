@@ -129,6 +129,19 @@ pub fn budget_spent(spent: Spent, limit: u64) -> String {
     strings::budget_spent(which, limit, &rfc3339(spent.refills_at))
 }
 
+impl super::Turns {
+    /// `!usage`: the asker's use and limit over the rolling day, as a notice turn.
+    pub async fn usage(
+        &self,
+        scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
+        events: &[crate::store::StoredEvent],
+    ) -> Result<super::Outcome, super::Error> {
+        let (u, limit) = self.budget.day_use(&self.store, scope_of.2).await?;
+        let text = strings::usage(scope_of.2.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
+        self.notice(scope_of, events, text, super::Outcome::Command("usage".to_owned())).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

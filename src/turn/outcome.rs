@@ -48,6 +48,8 @@ pub enum Outcome {
     Greeted,
     /// The greeting could not be posted.
     GreetingFailed(String),
+    /// A schedule's message was posted at its time.
+    Scheduled,
 }
 
 impl Outcome {
@@ -72,6 +74,7 @@ impl Outcome {
             Outcome::PersonaRemoved => "persona_removed",
             Outcome::Greeted => "greeted",
             Outcome::GreetingFailed(_) => "greeting_failed",
+            Outcome::Scheduled => "scheduled",
         }
     }
 
@@ -94,7 +97,8 @@ impl Outcome {
             | Outcome::Encrypted
             | Outcome::Undecryptable
             | Outcome::PersonaRemoved
-            | Outcome::Greeted => None,
+            | Outcome::Greeted
+            | Outcome::Scheduled => None,
         }
     }
 }
@@ -140,6 +144,7 @@ impl FromStr for Outcome {
             "persona_removed" => Outcome::PersonaRemoved,
             "greeted" => Outcome::Greeted,
             "greeting_failed" => Outcome::GreetingFailed(detail),
+            "scheduled" => Outcome::Scheduled,
             _ => return Err(UnknownOutcome(s.to_owned())),
         })
     }
@@ -170,6 +175,7 @@ mod tests {
             Outcome::PersonaRemoved,
             Outcome::Greeted,
             Outcome::GreetingFailed("homeserver unavailable: 502".into()),
+            Outcome::Scheduled,
         ];
         for outcome in all {
             let text = outcome.to_string();

@@ -28,7 +28,7 @@ use crate::render::{self, Relation};
 use crate::store::Store;
 use crate::tools::Offered;
 use crate::tools::registry::Kind;
-use crate::tools::{RICH_POLL, RICH_POLL_END, RichCall, RoomTarget, ToolError, ToolErrorCode};
+use crate::tools::{RICH_POLL, RICH_POLL_END, RichCall, RoomTarget, SCHEDULE_TOOLS, ToolError, ToolErrorCode};
 
 /// What a turn's tool calls reach beyond the store and the outbox.
 pub struct Kit<'a> {
@@ -43,6 +43,8 @@ pub struct Kit<'a> {
     pub media: Option<&'a crate::media::Media>,
     /// Told when a poll with an end is started.
     pub polls: Option<&'a crate::polls::Closer>,
+    /// Schedules' bounds and zone, and the ticker told when one is made.
+    pub schedules: &'a super::ScheduleKit,
 }
 
 /// One turn's tool runner.
@@ -186,6 +188,7 @@ impl Runner<'_> {
         match self.kit.offered.get(&call.name).map(|t| (t, &t.kind)) {
             Some((tool, Kind::Mcp { server, tool: name })) => self.external(tool, (*server, name), &args, nth).await,
             _ if [RICH_POLL, RICH_POLL_END].contains(&call.name.as_str()) => self.poll(&call.name, &args).await,
+            _ if SCHEDULE_TOOLS.contains(&call.name.as_str()) => self.schedule(call, &args).await,
             _ => self.execute(call, &args, nth).await,
         }
     }

@@ -51,6 +51,8 @@ mod e2e_polls;
 mod e2e_rooms;
 #[path = "../it/e2e_safety.rs"]
 mod e2e_safety;
+#[path = "../it/e2e_schedules.rs"]
+mod e2e_schedules;
 #[path = "../it/e2e_shutdown.rs"]
 mod e2e_shutdown;
 #[path = "../it/e2e_tools.rs"]

@@ -140,6 +140,21 @@ fn trigger_table() {
             facts(),
             Some(Trigger::Command(Command::Mode(Some("thread".into())))),
         ),
+        ("schedules", text("Richbot: !schedules"), facts(), Some(Trigger::Command(Command::Schedules))),
+        (
+            "unschedule with its id (a # is fine)",
+            text("!unschedule #12"),
+            dm.clone(),
+            Some(Trigger::Command(Command::Unschedule("12".into()))),
+        ),
+        ("timezone shown", text("!timezone"), dm.clone(), Some(Trigger::Command(Command::Timezone(None)))),
+        (
+            "timezone set, its case kept",
+            text("!timezone Europe/Lisbon"),
+            dm.clone(),
+            Some(Trigger::Command(Command::Timezone(Some("Europe/Lisbon".into())))),
+        ),
+        ("unschedule without an id is a question", text("!unschedule"), dm.clone(), Some(Trigger::Message)),
         (
             "unknown command",
             text("!frobnicate"),

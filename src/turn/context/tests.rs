@@ -38,6 +38,7 @@ fn situation(scope: &Scope, budget: usize) -> Situation<'_> {
         tools_line: "TOOLS",
         polls: "",
         now_ms: 1_795_979_710_219,
+        zone: None,
         budget,
     }
 }

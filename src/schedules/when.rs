@@ -1,0 +1,177 @@
+//! When a schedule fires: once (`at`, an RFC 3339 time with its offset) or by an RFC 5545
+//! rule (`every`, e.g. `FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0`) in an IANA zone, from a
+//! start. The rule is expanded in the zone's local time (the `rrule` crate, with the zone
+//! database compiled in by `chrono-tz`), so "every day at 09:00" stays at 09:00 local
+//! across daylight-saving changes. Pure: times are epoch milliseconds.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+use rrule::{RRule, RRuleSet, Unvalidated};
+
+/// Occurrences looked at, at most, to find one (a rule that matches rarely or never ends
+/// there rather than loop).
+const LOOK_AT: usize = 100_000;
+
+/// When a schedule fires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum When {
+    /// Once, at this time.
+    At(i64),
+    /// By `rule` (without `DTSTART`), in `tz`, from `start`.
+    Every { rule: String, tz: Tz, start: i64 },
+}
+
+/// Reads an IANA zone name (`Europe/Lisbon`, `UTC`).
+pub fn zone(name: &str) -> Result<Tz, String> {
+    Tz::from_str(name.trim()).map_err(|_| {
+        format!("unknown time zone {:?}; use an IANA name such as \"Europe/Lisbon\" or \"UTC\"", cut(name))
+    })
+}
+
+/// Reads an RFC 3339 time with its offset (`2026-12-24T09:00:00+01:00`, or `Z`).
+pub fn time(text: &str) -> Result<i64, String> {
+    DateTime::parse_from_rfc3339(text.trim()).map(|t| t.timestamp_millis()).map_err(|_| {
+        format!("{:?} is not an RFC 3339 time with an offset, such as \"2026-12-24T09:00:00+01:00\"", cut(text))
+    })
+}
+
+/// Reads an RFC 5545 rule (`FREQ=...`, with or without the `RRULE:` name); a rule that
+/// cannot be expanded from `start` in `tz` is refused with why.
+pub fn rule(text: &str, tz: Tz, start: i64) -> Result<String, String> {
+    let text = text.trim();
+    let body = text.strip_prefix("RRULE:").unwrap_or(text);
+    if body.contains('\n') || body.to_ascii_uppercase().contains("DTSTART") {
+        return Err("give the rule alone (FREQ=...); its start goes in \"start\"".to_owned());
+    }
+    let parsed: RRule<Unvalidated> =
+        body.parse().map_err(|e| format!("not an RFC 5545 recurrence rule ({e}); for example FREQ=DAILY;BYHOUR=9"))?;
+    parsed.build(local(start, tz)).map_err(|e| format!("the rule cannot be used: {e}"))?;
+    Ok(body.to_owned())
+}
+
+impl When {
+    /// Up to `n` occurrences after `after` (not at it), in order.
+    pub fn after(&self, after: i64, n: usize) -> Vec<i64> {
+        match self {
+            When::At(at) => [*at].into_iter().filter(|at| *at > after).take(n).collect(),
+            When::Every { .. } => self.occurrences().skip_while(|t| *t <= after).take(n).collect(),
+        }
+    }
+
+    /// The first occurrence after `after`.
+    pub fn next_after(&self, after: i64) -> Option<i64> {
+        self.after(after, 1).first().copied()
+    }
+
+    /// The occurrences from `from` to `to` (both included): the latest, and how many
+    /// came before it.
+    pub fn latest_in(&self, from: i64, to: i64) -> Option<(i64, u64)> {
+        let mut found: Option<(i64, u64)> = None;
+        let within = |t: &i64| (from..=to).contains(t);
+        let all: Box<dyn Iterator<Item = i64>> = match self {
+            When::At(at) => Box::new(std::iter::once(*at)),
+            When::Every { .. } => Box::new(self.occurrences()),
+        };
+        for t in all.skip_while(|t| *t < from).take_while(|t| *t <= to).filter(within) {
+            found = Some((t, found.map_or(0, |(_, n)| n + 1)));
+        }
+        found
+    }
+
+    /// The zone the schedule's times are written in (`UTC` for a one-off).
+    pub fn zone(&self) -> Option<Tz> {
+        match self {
+            When::At(_) => None,
+            When::Every { tz, .. } => Some(*tz),
+        }
+    }
+
+    /// A recurring schedule's occurrences, from its start (at most [`LOOK_AT`]).
+    fn occurrences(&self) -> Box<dyn Iterator<Item = i64>> {
+        let When::Every { rule, tz, start } = self else { return Box::new(std::iter::empty()) };
+        let set: Option<RRuleSet> =
+            rule.parse::<RRule<Unvalidated>>().ok().and_then(|r| r.build(local(*start, *tz)).ok());
+        match set {
+            Some(set) => Box::new((&set.limit()).into_iter().take(LOOK_AT).map(|t| t.timestamp_millis())),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+}
+
+/// `ms` in `tz`, as the rule library takes it.
+fn local(ms: i64, tz: Tz) -> DateTime<rrule::Tz> {
+    let utc = Utc.timestamp_millis_opt(ms).single().unwrap_or_default();
+    utc.with_timezone(&rrule::Tz::Tz(tz))
+}
+
+/// `ms` in `tz` as RFC 3339 with the zone's offset then: `2026-12-24T09:00:00+01:00`.
+pub fn rfc3339_in(ms: i64, tz: Tz) -> String {
+    let t = Utc.timestamp_millis_opt(ms).single().unwrap_or_default().with_timezone(&tz);
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+}
+
+/// `ms` in `tz` for people: `Thu 24 Dec 2026, 09:00 (Europe/Lisbon)`.
+pub fn spoken(ms: i64, tz: Tz) -> String {
+    let t = Utc.timestamp_millis_opt(ms).single().unwrap_or_default().with_timezone(&tz);
+    format!("{} ({})", t.format("%a %-d %b %Y, %H:%M"), tz.name())
+}
+
+fn cut(s: &str) -> String {
+    crate::blocks::cut(s, 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: &str) -> i64 {
+        time(t).expect("time")
+    }
+
+    #[test]
+    fn a_daily_rule_keeps_its_local_hour_across_daylight_saving() {
+        let tz = zone("Europe/Lisbon").expect("zone");
+        let start = ms("2026-03-27T00:00:00Z");
+        let rule = rule("FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0", tz, start).expect("rule");
+        let every = When::Every { rule, tz, start };
+        let times: Vec<String> = every.after(start, 4).into_iter().map(|t| rfc3339_in(t, chrono_tz::UTC)).collect();
+        // Lisbon moves from UTC+0 to UTC+1 on 29 March 2026: 09:00 local is 08:00 UTC then.
+        assert_eq!(
+            times,
+            [
+                "2026-03-27T09:00:00+00:00",
+                "2026-03-28T09:00:00+00:00",
+                "2026-03-29T08:00:00+00:00",
+                "2026-03-30T08:00:00+00:00"
+            ]
+        );
+        assert_eq!(rfc3339_in(ms("2026-03-30T08:00:00Z"), tz), "2026-03-30T09:00:00+01:00");
+        assert_eq!(spoken(ms("2026-03-30T08:00:00Z"), tz), "Mon 30 Mar 2026, 09:00 (Europe/Lisbon)");
+    }
+
+    #[test]
+    fn the_latest_occurrence_in_a_span_is_found_with_how_many_came_before_it() {
+        let tz = zone("UTC").expect("zone");
+        let start = ms("2026-12-05T10:00:00Z");
+        let every = When::Every { rule: rule("FREQ=MINUTELY", tz, start).expect("rule"), tz, start };
+        let (from, to) = (ms("2026-12-05T10:02:00Z"), ms("2026-12-05T10:07:30Z"));
+        assert_eq!(every.latest_in(from, to), Some((ms("2026-12-05T10:07:00Z"), 5)));
+        assert_eq!(every.next_after(to), Some(ms("2026-12-05T10:08:00Z")));
+        assert_eq!(When::At(from).latest_in(from, to), Some((from, 0)));
+        assert_eq!(When::At(from).latest_in(from + 1, to), None);
+        assert_eq!(When::At(from).next_after(from), None);
+    }
+
+    #[test]
+    fn bad_zones_times_and_rules_say_what_is_wrong() {
+        assert!(zone("Mars/Olympus").unwrap_err().contains("unknown time zone \"Mars/Olympus\""));
+        assert!(time("tomorrow at 9").unwrap_err().contains("not an RFC 3339 time"));
+        assert!(time("2026-12-24T09:00:00").is_err(), "an offset is required");
+        let tz = zone("UTC").expect("zone");
+        assert!(rule("every day", tz, 0).unwrap_err().contains("not an RFC 5545 recurrence rule"));
+        assert!(rule("DTSTART:20261205T100000Z\nRRULE:FREQ=DAILY", tz, 0).unwrap_err().contains("start"));
+        assert_eq!(rule("RRULE:FREQ=DAILY", tz, 0).as_deref(), Ok("FREQ=DAILY"));
+    }
+}

@@ -1,0 +1,115 @@
+//! The schedule tools in a turn: `schedule` makes one for the asker (in a room they are
+//! in: the same sandbox as `rich_send`), within the bounds of `[schedules]`; `schedules`
+//! lists theirs; `unschedule` cancels one of theirs. A call replayed after a crash makes
+//! no second schedule: its origin (the turn and the call) is recorded with the first.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::runner::Runner;
+use super::scheduled::zone_of;
+use super::stop::Stop;
+use super::targets::{self, internal};
+use crate::agent::ToolCall;
+use crate::clock::now_ms;
+use crate::schedules::{self, ScheduleCall, When, plan_schedule};
+use crate::store::{NewScheduleRow, Over};
+use crate::tools::{ToolError, ToolErrorCode};
+
+/// Next times a new schedule's result shows.
+const SHOWN_TIMES: usize = 3;
+
+impl Runner<'_> {
+    /// Runs a `schedule`, `schedules` or `unschedule` call.
+    pub(super) async fn schedule(&self, call: &ToolCall, args: &Value) -> Result<Value, Stop> {
+        let (scope, kit, now) = (self.scope, self.kit.schedules, now_ms());
+        let tz = zone_of(self.store, &scope.asker, kit.timezone).await.map_err(internal)?.unwrap_or(chrono_tz::UTC);
+        match plan_schedule(&call.name, args, now, tz, &kit.bounds)? {
+            ScheduleCall::Create(new) => {
+                let room = targets::resolve(self.store, self.outbox, scope, &new.room).await?;
+                let next = new.when.next_after(now).unwrap_or(now);
+                let (at_ms, rrule, zone, start_ms) = match &new.when {
+                    When::At(at) => (Some(*at), None, tz, None),
+                    When::Every { rule, tz, start } => (None, Some(rule.as_str()), *tz, Some(*start)),
+                };
+                let body = new.body.to_value().to_string();
+                let origin = format!("turn:{}:{}", self.turn, hex(&Sha256::digest(format!("{}\n{args}", call.id))));
+                let row = NewScheduleRow {
+                    origin: &origin,
+                    room_id: &room,
+                    persona: &scope.persona,
+                    asker: &scope.asker,
+                    title: new.title.as_deref(),
+                    kind: new.body.kind(),
+                    body: &body,
+                    at_ms,
+                    rrule,
+                    tz: zone.name(),
+                    start_ms,
+                    next_at: next,
+                    created_at: now,
+                };
+                let limits = (kit.bounds.per_user, kit.bounds.per_room);
+                let id = match self.store.create_schedule(&row, limits).await.map_err(internal)? {
+                    Ok(id) => id,
+                    Err(over) => return Err(Stop::Tool(too_many(over))),
+                };
+                if let Some(ticker) = &kit.ticker {
+                    ticker.made();
+                }
+                tracing::info!(schedule = id, room = %room, asker = %scope.asker, "schedule made");
+                let times: Vec<String> = new
+                    .when
+                    .after(now, SHOWN_TIMES)
+                    .into_iter()
+                    .map(|t| schedules::when::rfc3339_in(t, zone))
+                    .collect();
+                Ok(json!({"id": id, "room": room, "tz": zone.name(), "next": times}))
+            }
+            ScheduleCall::List { all_rooms } => {
+                let room = (!all_rooms).then_some(&*scope.room);
+                let rows = self.store.active_schedules(Some(&scope.asker), room).await.map_err(internal)?;
+                let listed: Vec<Value> = rows.iter().map(|r| schedules::describe(r, now, SHOWN_TIMES)).collect();
+                Ok(json!({"schedules": listed}))
+            }
+            ScheduleCall::Cancel { id } => {
+                let row = self.store.schedule(id).await.map_err(internal)?;
+                let theirs = row.filter(|r| r.asker == scope.asker && r.state == "active");
+                if theirs.is_none()
+                    || !self
+                        .store
+                        .end_schedule(id, "cancelled", "cancelled by its asker", now)
+                        .await
+                        .map_err(internal)?
+                {
+                    return Err(Stop::Tool(ToolError::at(
+                        ToolErrorCode::NotOwner,
+                        "id",
+                        format!("{id} is not an active schedule of {}; list them with schedules", scope.asker),
+                    )));
+                }
+                tracing::info!(schedule = id, asker = %scope.asker, "schedule cancelled");
+                Ok(json!({"id": id, "cancelled": true}))
+            }
+        }
+    }
+}
+
+/// The refusal of a schedule over a bound: which, and what to do.
+pub fn too_many(over: Over) -> ToolError {
+    let error = match over {
+        Over::PerUser(n) => format!(
+            "the person asking has {n} active schedules, the most allowed (schedules.per_user); cancel one with \
+             unschedule first"
+        ),
+        Over::PerRoom(n) => format!(
+            "that room has {n} active schedules, the most allowed (schedules.per_room); cancel one with unschedule \
+             first"
+        ),
+    };
+    ToolError::new(ToolErrorCode::LimitReached, error)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
