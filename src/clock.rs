@@ -6,6 +6,14 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
+/// How long a task that acts at `next` (epoch ms; none known) sleeps: until then, at most
+/// `most` (to look for work others made) and at least `least` (a failure is not retried
+/// in a busy loop). The poll closer's and the schedule ticker's.
+pub fn sleep_for(next: Option<i64>, most: std::time::Duration, least: std::time::Duration) -> std::time::Duration {
+    let until = |at: i64| std::time::Duration::from_millis(u64::try_from(at.saturating_sub(now_ms())).unwrap_or(0));
+    next.map_or(most, until).min(most).max(least)
+}
+
 /// `2026-11-29T20:37:00Z` from epoch milliseconds (UTC).
 pub fn rfc3339(ms: i64) -> String {
     let secs = ms.div_euclid(1000);

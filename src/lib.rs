@@ -203,7 +203,7 @@ pub async fn run(
     .with_models(models)
     .with_media(media::Media::new(matrix.clone(), settings.config.media.limits()))
     .with_polls(closer)
-    .with_schedules(parts::schedule_kit(&settings, ticker));
+    .with_schedules(parts::schedule_kit(&settings, ticker.clone()));
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let mut rooms =
@@ -229,7 +229,9 @@ pub async fn run(
     let pump = crypto.map(|c| tokio::spawn(c.run()));
     let keep = Duration::from_secs(bot.history_days.saturating_mul(86_400));
     let pruner = tokio::spawn(store.clone().keep_pruning(keep));
-    let agents_server = parts::agents(&settings, (store.clone(), agent_outbox, agent_matrix), metrics.clone()).await?;
+    let agent_parts = (store.clone(), agent_outbox, agent_matrix);
+    let kit = parts::schedule_kit(&settings, ticker);
+    let agents_server = parts::agents(&settings, agent_parts, metrics.clone(), kit).await?;
     let metrics_server = match &settings.config.metrics.listen {
         Some(addr) => {
             let listener = TcpListener::bind(addr.as_str()).await?;

@@ -86,11 +86,12 @@ pub async fn agents(
     settings: &Settings,
     parts: (store::Store, crate::outbox::Outbox, matrix::Client),
     metrics: std::sync::Arc<crate::metrics::Metrics>,
+    schedules: crate::turn::ScheduleKit,
 ) -> Result<Option<crate::agents::Serving>, Error> {
     let Some(addr) = &settings.config.agents.listen else { return Ok(None) };
     let window = Duration::from_secs(settings.config.agents.idempotency_hours.saturating_mul(3600));
     let key = settings.config.bot.writer_key;
-    let channel = crate::agents::Channel::new(parts, metrics, settings.agents.clone(), window, key);
+    let channel = crate::agents::Channel::new(parts, metrics, settings.agents.clone(), (window, key), schedules);
     Ok(Some(crate::agents::Serving::start(addr, channel).await?))
 }
 

@@ -1,5 +1,6 @@
 //! The channel's HTTP face: `POST /v1/send`, `POST /v1/edit`,
-//! `GET /v1/messages/{message_id}/replies`, and the MCP server at `POST /mcp`, all behind
+//! `GET /v1/messages/{message_id}/replies`, `POST` / `GET /v1/schedules`,
+//! `DELETE /v1/schedules/{id}`, and the MCP server at `POST /mcp`, all behind
 //! a client's bearer token. Bodies are read as JSON here (not by an extractor), so a
 //! malformed one gets the same failure object as any other refusal.
 
@@ -11,7 +12,7 @@ use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde_json::Value;
 
 use super::{Channel, Client, Failure, parse};
@@ -28,6 +29,8 @@ pub fn router(channel: Arc<Channel>) -> Router {
         .route("/v1/send", post(send))
         .route("/v1/edit", post(edit))
         .route("/v1/messages/{message_id}/replies", get(replies))
+        .route("/v1/schedules", post(schedule).get(schedules))
+        .route("/v1/schedules/{id}", delete(unschedule))
         .with_state(channel)
         .merge(mcp)
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -87,6 +90,28 @@ async fn edit(State(channel): State<Arc<Channel>>, headers: HeaderMap, body: Byt
         let client = client(&channel, &headers)?;
         let (req, key) = parse::edit(&json_body(&body)?)?;
         channel.edit(client, req, key).await
+    };
+    answer(result.await)
+}
+
+async fn schedule(State(channel): State<Arc<Channel>>, headers: HeaderMap, body: Bytes) -> Response {
+    let result = async {
+        let client = client(&channel, &headers)?;
+        channel.schedule(&client, &json_body(&body)?).await
+    };
+    answer(result.await)
+}
+
+async fn schedules(State(channel): State<Arc<Channel>>, headers: HeaderMap) -> Response {
+    let result = async { channel.schedules(&*client(&channel, &headers)?).await };
+    answer(result.await)
+}
+
+async fn unschedule(State(channel): State<Arc<Channel>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let result = async {
+        let client = client(&channel, &headers)?;
+        let id = id.trim().parse::<i64>().map_err(|_| Failure::invalid("id", "the path must hold a schedule's id"))?;
+        channel.unschedule(&client, id).await
     };
     answer(result.await)
 }

@@ -1,8 +1,9 @@
 //! The agents' channel: richbot as the Matrix host for other agents. Agent runtimes, CI
 //! jobs and scripts ask it to deliver `{channel, kind, to, body}` (or a rich message) and
 //! get a receipt (`{"message_id": ...}`), over MCP (`POST /mcp`, `rmcp`'s server side:
-//! `rich_send`, `rich_edit`, `send`, `replies`) or plain HTTP (`/v1/...`), on its own
-//! address (`[agents] listen`), apart from the appservice port.
+//! `rich_send`, `rich_edit`, `send`, `replies`, and `schedule`, `schedules`, `unschedule`
+//! for messages at a later time) or plain HTTP (`/v1/...`), on its own address
+//! (`[agents] listen`), apart from the appservice port.
 //!
 //! It is a second edge beside the appservice one, and it never runs the model: a call is
 //! authenticated (a client's bearer token), checked with the same `plan()` the model's
@@ -20,6 +21,7 @@ mod parse;
 mod rate;
 mod replies;
 mod reply;
+mod schedules;
 mod target;
 mod tools;
 
@@ -78,6 +80,8 @@ pub struct Channel {
     /// The calls in flight, by (client, idempotency key).
     calls: crate::keyed::Locks<(String, String)>,
     key: WriterKey,
+    /// Schedules' bounds, the default zone, and the ticker told of a new one.
+    schedules: crate::turn::ScheduleKit,
 }
 
 impl Channel {
@@ -85,12 +89,12 @@ impl Channel {
         (store, outbox, matrix): (Store, Outbox, crate::matrix::Client),
         metrics: Arc<Metrics>,
         clients: Vec<Client>,
-        window: Duration,
-        key: WriterKey,
+        (window, key): (Duration, WriterKey),
+        schedules: crate::turn::ScheduleKit,
     ) -> Arc<Self> {
         let clients = clients.into_iter().map(Arc::new).collect();
-        let rate = rate::Rate::default();
-        Arc::new(Self { store, outbox, matrix, metrics, clients, window, rate, calls: Default::default(), key })
+        let (rate, calls) = (rate::Rate::default(), Default::default());
+        Arc::new(Self { store, outbox, matrix, metrics, clients, window, rate, calls, key, schedules })
     }
 
     /// The client whose token `token` is (compared in constant time with each).

@@ -129,7 +129,7 @@ fn without_key(args: &Value) -> Result<(Value, Option<String>), Failure> {
     Ok((args, key))
 }
 
-fn object<'a>(args: &'a Value, allowed: &[&str]) -> Result<&'a Map<String, Value>, Failure> {
+pub(super) fn object<'a>(args: &'a Value, allowed: &[&str]) -> Result<&'a Map<String, Value>, Failure> {
     let args = args.as_object().ok_or_else(|| Failure::invalid("", "the request must be a JSON object"))?;
     if let Some(unknown) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
         let shown = crate::blocks::cut(unknown, 40);
@@ -138,7 +138,7 @@ fn object<'a>(args: &'a Value, allowed: &[&str]) -> Result<&'a Map<String, Value
     Ok(args)
 }
 
-fn string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, Failure> {
+pub(super) fn string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, Failure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),

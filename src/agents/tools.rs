@@ -1,7 +1,8 @@
 //! The channel's MCP server (streamable HTTP, stateless, JSON answers): `rich_send` and
 //! `rich_edit` with the specs, descriptions and `plan()` the model gets (`room` is a room
 //! id, an alias, or `@user:server` for a direct message), `send` in the host-channel
-//! shape, and `replies`. Every writing tool takes an optional `idempotency_key`. A
+//! shape, `replies`, and `schedule` / `schedules` / `unschedule` (messages later:
+//! `schedules`). Every writing tool takes an optional `idempotency_key`. A
 //! refusal is the same failure object as over HTTP, as an `isError` result.
 
 use std::borrow::Cow;
@@ -18,7 +19,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::{Channel, Client, Failure, parse};
-use crate::tools::{RICH_EDIT, RICH_SEND, RoomChoices, tool_specs};
+use crate::tools::{RICH_EDIT, RICH_SEND, RoomChoices, SCHEDULE, SCHEDULES, UNSCHEDULE, tool_specs};
 
 /// The host-channel tool and the one that reads answers back.
 const SEND: &str = "send";
@@ -86,11 +87,18 @@ impl ServerHandler for Handler {
                 Err(f) => Err(f),
             },
             REPLIES => replies(ch, &client, &args).await,
+            SCHEDULE => ch.schedule(&client, &args).await,
+            SCHEDULES => ch.schedules(&client).await,
+            UNSCHEDULE => match args.get("id").and_then(Value::as_i64) {
+                Some(id) => ch.unschedule(&client, id).await,
+                None => Err(Failure::invalid("id", "id must be a schedule's id (a number)")),
+            },
             other => Err(Failure::new(
                 400,
                 "unknown_tool",
                 format!(
-                    "no tool `{}` (tools: {RICH_SEND}, {RICH_EDIT}, {SEND}, {REPLIES})",
+                    "no tool `{}` (tools: {RICH_SEND}, {RICH_EDIT}, {SEND}, {REPLIES}, {SCHEDULE}, {SCHEDULES}, \
+                     {UNSCHEDULE})",
                     crate::blocks::cut(other, 40)
                 ),
             )),
@@ -156,6 +164,42 @@ fn tools(edit_interval_ms: u64) -> Vec<Tool> {
             "since": {"type": "string", "description": "The `next` of the previous read."},
         }, "required": ["message_id"], "additionalProperties": false}),
     ));
+    out.extend(schedule_tools(&key));
+    out
+}
+
+/// `schedule`, `schedules` and `unschedule` for agents: the model's, with `kind` and `to`
+/// as `send` has them, messages only, and a key.
+fn schedule_tools(key: &Value) -> Vec<Tool> {
+    let mut out = Vec::new();
+    for spec in crate::schedules::schedule_specs() {
+        let mut schema = spec.parameters;
+        let description;
+        if spec.name == SCHEDULE {
+            if let Some(props) = schema["properties"].as_object_mut() {
+                props.remove("prompt");
+                props.remove("room");
+                props.insert("kind".into(), json!({"type": "string", "enum": ["direct", "channel"]}));
+                props.insert(
+                    "to".into(),
+                    json!({"type": "string", "description": "A room id or alias (channel), or a user id (direct)."}),
+                );
+                props.insert("idempotency_key".into(), key.clone());
+            }
+            schema["required"] = json!(["kind", "to", "message"]);
+            description =
+                "Post a message later: once (at, RFC 3339 with offset) or repeatedly (every, an RFC 5545 RRULE \
+                 in the zone tz), to a room (kind channel) or a person (kind direct). message is text or {payload, \
+                 fallback} as for rich_send. Returns the schedule with its id and next times."
+                    .to_owned();
+        } else if spec.name == SCHEDULES {
+            schema = json!({"type": "object", "properties": {}, "additionalProperties": false});
+            description = "List the schedules you made, with ids and next times.".to_owned();
+        } else {
+            description = "Cancel a schedule you made.".to_owned();
+        }
+        out.push(tool(spec.name, description, schema));
+    }
     out
 }
 

@@ -95,11 +95,8 @@ impl Closer {
                 Err(e) => tracing::warn!(error = %e, "could not read the polls due; trying later"),
             }
             let next = store.next_poll_end().await.ok().flatten();
-            let wait = next.map_or(LOOK_EVERY, |at| {
-                Duration::from_millis(u64::try_from(at.saturating_sub(now_ms())).unwrap_or(0)).min(LOOK_EVERY)
-            });
             // A failed end is tried again after a pause, not in a busy loop.
-            let wait = wait.max(Duration::from_millis(500));
+            let wait = crate::clock::sleep_for(next, LOOK_EVERY, Duration::from_millis(500));
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = self.wake.notified() => {}

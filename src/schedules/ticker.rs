@@ -54,11 +54,8 @@ impl Ticker {
                 metrics.schedules_active.store(u64::try_from(n).unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
             }
             let next = store.next_schedule_at().await.ok().flatten();
-            let wait = next.map_or(LOOK_EVERY, |at| {
-                Duration::from_millis(u64::try_from(at.saturating_sub(now_ms())).unwrap_or(0)).min(LOOK_EVERY)
-            });
             // A failed fire is tried again after a pause, not in a busy loop.
-            let wait = wait.max(Duration::from_millis(200));
+            let wait = crate::clock::sleep_for(next, LOOK_EVERY, Duration::from_millis(200));
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = self.wake.notified() => {}
@@ -108,7 +105,7 @@ async fn tick(
         }
         queue.push([row.room_id.clone()]);
     }
-    let moved = store.advance_schedule(row.id, next_at, d.next, d.fire.is_some(), now).await?;
+    let moved = store.advance_schedule(row.id, (next_at, d.start), d.next, d.fire.is_some(), now).await?;
     if moved && d.skipped > 0 {
         Metrics::add(&metrics.schedules_skipped, d.skipped);
         tracing::warn!(

@@ -80,6 +80,18 @@ impl When {
         found
     }
 
+    /// A recurrence's start moved on to `occurrence` (one of its own), so that its times
+    /// are found from there rather than from its first start: the same times, unless the
+    /// rule counts them (`COUNT`), which a later start would count again.
+    pub fn rebased(&self, occurrence: i64) -> Option<i64> {
+        match self {
+            When::Every { rule, start, .. } if occurrence > *start && !rule.to_ascii_uppercase().contains("COUNT") => {
+                Some(occurrence)
+            }
+            _ => None,
+        }
+    }
+
     /// The zone the schedule's times are written in (`UTC` for a one-off).
     pub fn zone(&self) -> Option<Tz> {
         match self {
@@ -162,6 +174,19 @@ mod tests {
         assert_eq!(When::At(from).latest_in(from, to), Some((from, 0)));
         assert_eq!(When::At(from).latest_in(from + 1, to), None);
         assert_eq!(When::At(from).next_after(from), None);
+    }
+
+    #[test]
+    fn a_rule_started_again_at_one_of_its_times_has_the_same_times_after_it() {
+        let tz = zone("Europe/Lisbon").expect("zone");
+        let start = ms("2026-01-05T09:00:00Z");
+        let rule = rule("FREQ=WEEKLY;INTERVAL=2;BYHOUR=9;BYMINUTE=0;BYSECOND=0", tz, start).expect("rule");
+        let every = When::Every { rule: rule.clone(), tz, start };
+        let later = every.after(ms("2026-06-01T00:00:00Z"), 1)[0];
+        let rebased = When::Every { rule, tz, start: every.rebased(later).expect("rebased") };
+        assert_eq!(rebased.after(later, 5), every.after(later, 5));
+        let counted = When::Every { rule: "FREQ=DAILY;COUNT=3".into(), tz, start };
+        assert_eq!(counted.rebased(start + 86_400_000), None, "a counted rule keeps its start");
     }
 
     #[test]

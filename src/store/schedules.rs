@@ -12,6 +12,8 @@ use super::{Result, Store, id};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleRow {
     pub id: i64,
+    /// What made it (`turn:...` a model's call, `agent:<client>:...` an agent client's).
+    pub origin: String,
     pub room_id: OwnedRoomId,
     pub persona: OwnedUserId,
     pub asker: OwnedUserId,
@@ -55,12 +57,13 @@ pub enum Over {
     PerRoom(u32),
 }
 
-const COLUMNS: &str = "id, room_id, persona, asker, title, kind, body, at_ms, rrule, tz, start_ms, next_at, state, \
+const COLUMNS: &str = "id, origin, room_id, persona, asker, title, kind, body, at_ms, rrule, tz, start_ms, next_at, state, \
                        fired, created_at";
 
 fn parse(row: &AnyRow) -> Result<ScheduleRow> {
     Ok(ScheduleRow {
         id: row.try_get("id")?,
+        origin: row.try_get("origin")?,
         room_id: id(row, "room_id")?,
         persona: id(row, "persona")?,
         asker: id(row, "asker")?,
@@ -161,13 +164,21 @@ impl Store {
         Ok(row.try_get("at")?)
     }
 
-    /// Moves schedule `id` from the occurrence `from` on to `next` (none: it is done),
-    /// counting `fired`; `false` when another instance moved it first.
-    pub async fn advance_schedule(&self, id: i64, from: i64, next: Option<i64>, fired: bool, now: i64) -> Result<bool> {
+    /// Moves schedule `id` from the occurrence `from` on to `next` (none: it is done), a
+    /// recurrence's start to `start` when given, counting `fired`; `false` when another
+    /// instance moved it first.
+    pub async fn advance_schedule(
+        &self,
+        id: i64,
+        (from, start): (i64, Option<i64>),
+        next: Option<i64>,
+        fired: bool,
+        now: i64,
+    ) -> Result<bool> {
         let (state, ended_at) = if next.is_none() { ("done", Some(now)) } else { ("active", None) };
         let result = sqlx::query(
-            "UPDATE schedules SET next_at = $1, fired = fired + $2, state = $3, ended_at = $4
-             WHERE id = $5 AND next_at = $6 AND state = 'active'",
+            "UPDATE schedules SET next_at = $1, fired = fired + $2, state = $3, ended_at = $4,
+             start_ms = COALESCE($7, start_ms) WHERE id = $5 AND next_at = $6 AND state = 'active'",
         )
         .bind(next)
         .bind(i64::from(fired))
@@ -175,6 +186,7 @@ impl Store {
         .bind(ended_at)
         .bind(id)
         .bind(from)
+        .bind(start)
         .execute(&self.writer)
         .await?;
         Ok(result.rows_affected() == 1)

@@ -16,13 +16,13 @@ use crate::support::e2ee::{E2ee, from};
 use crate::support::llm::text;
 use crate::support::{BOT, Env, Options, enc, eventually, synapse};
 
-const CI: &str = "ci-0123456789abcdef0123456789abcdef";
-const OPS: &str = "ops-fedcba9876543210fedcba9876543210";
+pub const CI: &str = "ci-0123456789abcdef0123456789abcdef";
+pub const OPS: &str = "ops-fedcba9876543210fedcba9876543210";
 const WAIT: Duration = Duration::from_secs(30);
 
 /// An environment with two agent clients: `ci` (the `#ops` alias, direct to alice) and
 /// `ops` (any room, two writes a minute); returns the channel's base URL.
-async fn env() -> (Env, String) {
+pub async fn env() -> (Env, String) {
     let port = synapse::free_port();
     let extra_toml = format!(
         "[agents]\nlisten = \"127.0.0.1:{port}\"\n\n\
@@ -34,7 +34,7 @@ async fn env() -> (Env, String) {
 }
 
 /// A room alice made and the persona joined, with `alias` if given.
-async fn room(env: &Env, alias: Option<&str>) -> String {
+pub async fn room(env: &Env, alias: Option<&str>) -> String {
     let mut body = json!({"invite": [BOT]});
     if let Some(alias) = alias {
         body["room_alias_name"] = alias.into();
@@ -52,7 +52,7 @@ async fn room(env: &Env, alias: Option<&str>) -> String {
 }
 
 /// `POST {url}{path}` with `token`: the status, the `Retry-After` header and the body.
-async fn post(url: &str, path: &str, token: &str, body: Value) -> (u16, Option<String>, Value) {
+pub async fn post(url: &str, path: &str, token: &str, body: Value) -> (u16, Option<String>, Value) {
     let response =
         reqwest::Client::new().post(format!("{url}{path}")).bearer_auth(token).json(&body).send().await.expect("post");
     let status = response.status().as_u16();
@@ -61,7 +61,7 @@ async fn post(url: &str, path: &str, token: &str, body: Value) -> (u16, Option<S
 }
 
 /// `GET {url}{path}` with `token`: the status and the body.
-async fn get(url: &str, path: &str, token: &str) -> (u16, Value) {
+pub async fn get(url: &str, path: &str, token: &str) -> (u16, Value) {
     let response = reqwest::Client::new().get(format!("{url}{path}")).bearer_auth(token).send().await.expect("get");
     (response.status().as_u16(), response.json().await.expect("a JSON answer"))
 }
@@ -71,7 +71,7 @@ fn weather(city: &str) -> Value {
 }
 
 /// The persona's messages in `room` whose body is `body` (edits aside).
-async fn posted(env: &Env, room: &str, body: &str) -> usize {
+pub async fn posted(env: &Env, room: &str, body: &str) -> usize {
     let messages = env.alice.messages_from(room, BOT).await;
     messages.iter().filter(|m| m["content"]["body"] == body).count()
 }

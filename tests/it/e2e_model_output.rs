@@ -197,7 +197,7 @@ async fn check_model_warns_of_a_model_that_answers_in_text_and_fails_an_endpoint
     assert_eq!(messages.last().expect("a question")["content"], richbot::check::MODEL_QUESTION);
     let tools: Vec<&str> =
         asked["tools"].as_array().into_iter().flatten().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert_eq!(tools, ["rich_send", "rich_edit", "rich_poll", "rich_poll_end"]);
+    assert_eq!(tools, ["rich_send", "rich_edit", "rich_poll", "rich_poll_end", "schedule", "schedules", "unschedule"]);
 
     env.llm.script([Step::Status(400)]);
     let (passed, said) = check_model(&env).await;

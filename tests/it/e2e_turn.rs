@@ -34,7 +34,7 @@ async fn dm_weather_is_one_rich_message_with_the_float_as_a_decimal_string() {
     assert_eq!(requests.len(), 2);
     let tools: Vec<&str> =
         requests[0]["tools"].as_array().expect("tools").iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert_eq!(tools, ["rich_send", "rich_edit", "rich_poll", "rich_poll_end"]);
+    assert_eq!(tools, ["rich_send", "rich_edit", "rich_poll", "rich_poll_end", "schedule", "schedules", "unschedule"]);
     let system = requests[0]["messages"][0]["content"].as_str().expect("system");
     assert!(
         system.starts_with("You are Richbot.")

@@ -9,6 +9,7 @@ mod approvals;
 mod blocks;
 mod cli;
 mod docs;
+mod e2e_agent_schedules;
 mod e2e_agents;
 mod e2e_any_client;
 mod e2e_appservice;

@@ -11,6 +11,8 @@ mod support;
 
 #[path = "../it/approvals.rs"]
 mod approvals;
+#[path = "../it/e2e_agent_schedules.rs"]
+mod e2e_agent_schedules;
 #[path = "../it/e2e_agents.rs"]
 mod e2e_agents;
 #[path = "../it/e2e_any_client.rs"]
