@@ -67,16 +67,16 @@ impl Closer<'_> {
                     Outcome::PostFailed(reason)
                 }
             },
-            // Told it was cut off, the model gave up without a word: not a choice to stay
+            None if done.exhausted => {
+                self.tell(next, strings::TOO_MANY_ROUNDS).await?;
+                Outcome::MaxRounds
+            }
+            // Told it was cut off (and not out of rounds, said above), the model gave up without a word: not a choice to stay
             // silent, so the member hears why there is no answer.
             _ if done.cut && !wrote && failed.is_none() => {
                 tracing::warn!(turn = self.turn, room = %self.scope.room, "the model gave no answer after its cut call");
                 self.tell(next, strings::MODEL_CUT_OFF).await?;
                 Outcome::Unfinished("the model gave no answer after its tool call was cut off".into())
-            }
-            None if done.exhausted => {
-                self.tell(next, strings::TOO_MANY_ROUNDS).await?;
-                Outcome::MaxRounds
             }
             _ => Outcome::NoReply,
         };

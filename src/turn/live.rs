@@ -81,10 +81,12 @@ fn id(turn: i64, reply: u32, k: i64) -> WriteId {
     WriteId { turn, seq: LIVE + i64::from(reply) * PER_REPLY + k }
 }
 
-/// Whether streamed text is worth showing: never a prefix of `[no reply]`.
+/// Whether streamed text is worth showing: never a prefix of `[no reply]` (any case), nor
+/// text that starts with it. Only the first bytes are compared: this runs on every piece.
 fn worth_showing(text: &str) -> bool {
-    let t = text.trim().to_ascii_lowercase();
-    !(t.is_empty() || strings::NO_REPLY.starts_with(&t) || t.starts_with(strings::NO_REPLY))
+    let (t, marker) = (text.trim().as_bytes(), strings::NO_REPLY.as_bytes());
+    let n = t.len().min(marker.len());
+    !(t.is_empty() || t[..n].eq_ignore_ascii_case(&marker[..n]))
 }
 
 impl<'a> Live<'a> {

@@ -20,6 +20,27 @@ use crate::support::llm::{Step, text};
 use crate::support::mcp::{log_lines, stdio_toml};
 use crate::support::{BOT, Bot, Env, Options, eventually, notices, room_id, user_id};
 
+/// A schedule's time, `after` ms from when the model's call names it (on a loaded machine
+/// the test may take seconds to get there), kept for the test to read.
+#[derive(Clone, Default)]
+struct Due(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl Due {
+    /// The time: set by the first call, on the second.
+    fn at(&self, after: i64) -> i64 {
+        use std::sync::atomic::Ordering::SeqCst;
+        let at = (now_ms() + after) / 1000 * 1000;
+        match self.0.compare_exchange(0, at, SeqCst, SeqCst) {
+            Ok(_) => at,
+            Err(set) => set,
+        }
+    }
+
+    fn get(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 fn calls(list: &[(&str, Value)]) -> Step {
     Step::Calls(list.iter().map(|(n, a)| ((*n).to_owned(), a.to_string())).collect())
 }
@@ -87,12 +108,13 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
     let bobs_id =
         insert(&store, &bobs, "@bob:localhost", (Some(now_ms() + 3_600_000), None, now_ms() + 3_600_000), "Bob's")
             .await;
-    let at = (now_ms() + 20_000) / 1000 * 1000;
-    let past = rfc3339(now_ms() - 60_000);
+    let due = Due::default();
+    let when = due.clone();
     env.llm.respond_with(move |request| {
         if !asked(request).contains("remind us") {
             return text("[no reply]");
         }
+        let (at, past) = (when.at(20_000), rfc3339(now_ms() - 60_000));
         calls(&[
             ("schedule", json!({"at": rfc3339(at), "message": "Stand-up time!", "title": "Stand-up"})),
             ("schedule", json!({"every": "FREQ=DAILY;BYHOUR=9", "tz": "Mars/Olympus", "message": "x"})),
@@ -104,6 +126,7 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
     });
     env.alice.say(&room, "Richbot, remind us at stand-up").await;
     env.wait_turns(&room, 1).await;
+    let at = due.get();
     let requests = env.llm.requests();
     let told = results(requests.last().expect("a request"));
     assert_eq!(told.len(), 6, "{told:#?}");
@@ -160,13 +183,15 @@ async fn a_one_off_due_while_richbot_was_killed_is_posted_once_after_the_restart
     env.bot.stop().await;
     let health = format!("http://{}/health", env.bot_addr);
     let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
-    let at = (now_ms() + 8_000) / 1000 * 1000;
+    let due = Due::default();
+    let when = due.clone();
     env.llm.respond_with(move |request| match asked(request).contains("remind me") {
-        true => calls(&[("schedule", json!({"at": rfc3339(at), "message": "Take the cake out"}))]),
+        true => calls(&[("schedule", json!({"at": rfc3339(when.at(10_000)), "message": "Take the cake out"}))]),
         false => text("[no reply]"),
     });
     env.alice.say(&room, "remind me about the cake").await;
     env.wait_turns(&room, 1).await;
+    let at = due.get();
     serve.start_kill().expect("SIGKILL");
     let _ = serve.wait().await;
     // Down over its time.
@@ -261,11 +286,13 @@ async fn a_prompt_runs_a_turn_with_its_mcp_call_at_its_time_in_the_askers_zone()
     let log = logs.path().join("mcp.log");
     let env = Env::start_with(Options { extra_toml: stdio_toml("t", &log, &[], ""), ..Default::default() }).await;
     let room = env.dm().await;
-    let at = (now_ms() + 15_000) / 1000 * 1000;
+    let due = Due::default();
+    let when = due.clone();
     env.llm.respond_with(move |request| {
         let said = asked(request);
         if said.contains("check the deploy in") {
-            return calls(&[("schedule", json!({"at": rfc3339(at), "prompt": "Check the deploy and tell me."}))]);
+            let at = rfc3339(when.at(10_000));
+            return calls(&[("schedule", json!({"at": at, "prompt": "Check the deploy and tell me."}))]);
         }
         if said.contains("[scheduled request #") {
             return calls(&[("t__echo", json!({"text": "deploy green"}))]);
@@ -295,7 +322,7 @@ async fn a_prompt_runs_a_turn_with_its_mcp_call_at_its_time_in_the_askers_zone()
         env.alice.messages_from(&room, BOT).await.into_iter().find(|m| m["content"]["body"] == "The deploy is green.")
     })
     .await;
-    assert!(answer["origin_server_ts"].as_i64().expect("ts") >= at);
+    assert!(answer["origin_server_ts"].as_i64().expect("ts") >= due.get());
     let ran: Vec<String> = log_lines(&log).into_iter().filter(|l| l.starts_with("ran echo")).collect();
     assert_eq!(ran.len(), 1, "the MCP call was made at its time: {ran:?}");
     let fired = env.llm.requests().into_iter().find(|r| asked(r).contains("[scheduled request #")).expect("asked");
@@ -352,9 +379,10 @@ async fn a_schedule_in_an_encrypted_room_fires_encrypted() {
     let env = Env::start().await;
     crate::e2e_encrypted::devices_ready(&env).await;
     let (mut alice, room) = crate::e2e_encrypted::encrypted_dm(&env).await;
-    let at = (now_ms() + 8_000) / 1000 * 1000;
+    let due = Due::default();
+    let when = due.clone();
     env.llm.respond_with(move |request| match asked(request).contains("remind me") {
-        true => calls(&[("schedule", json!({"at": rfc3339(at), "message": "Your encrypted reminder"}))]),
+        true => calls(&[("schedule", json!({"at": rfc3339(when.at(5_000)), "message": "Your encrypted reminder"}))]),
         false => text("[no reply]"),
     });
     alice.say(&room, "remind me in a moment").await;
@@ -365,6 +393,6 @@ async fn a_schedule_in_an_encrypted_room_fires_encrypted() {
     assert_eq!(ours[0]["content"]["body"], "Your encrypted reminder");
     let raw = env.alice.messages(&room).await;
     let sent = raw.iter().find(|e| e["event_id"] == ours[0]["event_id"]).expect("the homeserver has it");
-    assert!(sent["origin_server_ts"].as_i64().unwrap_or(0) >= at, "not before its time: {sent:#?}");
+    assert!(sent["origin_server_ts"].as_i64().unwrap_or(0) >= due.get(), "not before its time: {sent:#?}");
     alice.stop().await;
 }
