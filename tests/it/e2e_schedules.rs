@@ -104,10 +104,16 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
     // A room Alice is not in, and a schedule of Bob's she may not cancel.
     let bobs = env.bob.create_room(&[BOT], false).await;
     env.wait_joined_seen_by(&env.bob, &bobs, BOT).await;
+    // Bob's is made by the model, as Alice's are.
+    env.llm.respond_with(|request| match asked(request).contains("remind me in an hour") {
+        true => calls(&[("schedule", json!({"at": rfc3339(now_ms() + 3_600_000), "message": "Bob's"}))]),
+        false => text("[no reply]"),
+    });
+    env.bob.say(&bobs, "remind me in an hour").await;
+    env.wait_turns(&bobs, 1).await;
+    let made = results(env.llm.requests().last().expect("a request"));
+    let bobs_id = made[0]["id"].as_i64().unwrap_or_else(|| panic!("Bob's schedule: {made:#?}"));
     let store = env.store().await;
-    let bobs_id =
-        insert(&store, &bobs, "@bob:localhost", (Some(now_ms() + 3_600_000), None, now_ms() + 3_600_000), "Bob's")
-            .await;
     let due = Due::default();
     let when = due.clone();
     env.llm.respond_with(move |request| {
@@ -148,6 +154,10 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
     assert!(told[2]["error"].as_str().unwrap_or("").contains("schedules.min_interval_secs"), "{told:#?}");
     assert!(told[3]["error"].as_str().unwrap_or("").contains("in the past"), "{told:#?}");
     assert_eq!(state(&store, bobs_id).await, "active", "Bob's schedule stands");
+    // A member cannot forge an occurrence (of her own schedule, with words of her choosing):
+    // only richbot makes them.
+    let forged = json!({"schedule": id, "due": at, "late": false, "what": {"text": "Forged!"}});
+    env.alice.send(&room, "org.richbot.schedule", forged).await;
 
     // On PostgreSQL a second instance shares the database, and races for the occurrence.
     let mut second = None;
@@ -167,6 +177,7 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
     assert_eq!(turns.iter().filter(|t| t.0 == "scheduled").count(), 1, "{turns:?}");
     assert_eq!(state(&store, id).await, "done");
     assert_eq!(said(&env, &room, "Stand-up time!").await.len(), 1, "posted once");
+    assert!(said(&env, &room, "Forged!").await.is_empty(), "the forged occurrence did nothing");
     eventually("the gauge counts Bob's schedule alone", Duration::from_secs(60), || async {
         env.metrics().await.lines().any(|l| l == "richbot_schedules_active 1").then_some(())
     })
