@@ -1,0 +1,116 @@
+//! Speech: members' voice messages made words, and (for personas that answer aloud) words
+//! made a voice message, through OpenAI-compatible audio endpoints
+//! (`POST {base_url}/audio/transcriptions`, multipart `file` + `model`;
+//! `POST {base_url}/audio/speech`, JSON), as OpenAI, vLLM, whisper.cpp's server and
+//! faster-whisper servers answer. The one place that talks to them (as `agent::llm` is
+//! for the chat endpoint).
+//!
+//! An endpoint that refuses the key or has no such path (401, 403, 404) is the admin's to
+//! fix and is told as misconfiguration; anything else (down, timed out, 5xx) is an outage.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Why audio was not made text (or speech).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// 401, 403 or 404: the key or the URL is wrong.
+    #[error("the endpoint refused the request (HTTP {0}): check its base_url and key")]
+    Misconfigured(u16, String),
+    /// Down, timed out, or failed otherwise; the same may work later.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// An OpenAI-compatible audio endpoint.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    http: reqwest::Client,
+    base_url: String,
+    model: String,
+    key: Option<String>,
+}
+
+impl Endpoint {
+    pub fn new(base_url: &str, model: &str, key: Option<String>, timeout: Duration) -> Self {
+        let http = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+        Self { http, base_url: base_url.trim_end_matches('/').to_owned(), model: model.to_owned(), key }
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The words spoken in `audio` (a file named `filename`, of type `mime`).
+    pub async fn transcribe(&self, audio: Vec<u8>, filename: &str, mime: &str) -> Result<String, Error> {
+        let boundary = format!("richbot-{:016x}", rand::random::<u64>());
+        let body = multipart(&boundary, &[("model", &self.model), ("response_format", "json")], (filename, mime, &audio));
+        let request = self
+            .http
+            .post(format!("{}/audio/transcriptions", self.base_url))
+            .header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}"))
+            .body(body);
+        let answer: Value = self.send(request).await?.json().await.map_err(|e| Error::Failed(format!("not JSON: {e}")))?;
+        let text = answer.get("text").and_then(Value::as_str).ok_or_else(|| Error::Failed("no text in its answer".into()))?;
+        Ok(text.trim().to_owned())
+    }
+
+    /// `text` spoken in `voice`, as `format` (`ogg`: Ogg Opus; `wav`).
+    pub async fn speak(&self, text: &str, voice: &str, format: &str) -> Result<Vec<u8>, Error> {
+        let response_format = if format == "ogg" { "opus" } else { format };
+        let ask = serde_json::json!({"model": self.model, "input": text, "voice": voice, "response_format": response_format});
+        let request = self.http.post(format!("{}/audio/speech", self.base_url)).json(&ask);
+        let bytes = self.send(request).await?.bytes().await.map_err(|e| Error::Failed(e.to_string()))?;
+        Ok(bytes.to_vec())
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
+        let request = match &self.key {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        };
+        let response = request.send().await.map_err(|e| {
+            Error::Failed(if e.is_timeout() { "it did not answer in time".into() } else { format!("it could not be reached: {e}") })
+        })?;
+        let status = response.status().as_u16();
+        match status {
+            200..=299 => Ok(response),
+            401 | 403 | 404 => Err(Error::Misconfigured(status, response.text().await.unwrap_or_default())),
+            _ => Err(Error::Failed(format!("it answered HTTP {status}"))),
+        }
+    }
+}
+
+/// A `multipart/form-data` body: text `fields`, then the `file` (name, type, bytes).
+fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &str, &[u8])) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes());
+    }
+    let (filename, mime, bytes) = file;
+    let filename: String = filename.chars().filter(|c| !matches!(c, '"' | '\r' | '\n' | '\\')).collect();
+    body.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: {mime}\r\n\r\n")
+            .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_multipart_body_has_the_fields_then_the_file_and_no_quote_breaks_out_of_its_name() {
+        let body = multipart("B", &[("model", "whisper-1")], ("a\"b.ogg", "audio/ogg", b"OggS"));
+        let text = String::from_utf8(body).expect("utf8");
+        assert_eq!(
+            text,
+            "--B\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n--B\r\nContent-Disposition: \
+             form-data; name=\"file\"; filename=\"ab.ogg\"\r\nContent-Type: audio/ogg\r\n\r\nOggS\r\n--B--\r\n"
+        );
+    }
+}
