@@ -104,6 +104,7 @@ pub mod queue;
 // What everything shares: the leaves.
 pub mod personas;
 pub mod media;
+pub mod speech;
 pub mod render;
 pub mod chart;
 pub mod blocks;

@@ -21,6 +21,7 @@ mod limits;
 mod mcp;
 mod persona;
 mod schedules;
+mod speech;
 mod sections;
 mod settings;
 mod validate;
@@ -39,6 +40,7 @@ pub use sections::{
     Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
 };
 pub use settings::Settings;
+pub use speech::{Speech, Transcription};
 
 /// The environment prefix for overrides.
 pub const ENV_PREFIX: &str = "RICHBOT__";
@@ -87,6 +89,10 @@ pub struct Config {
     pub media: MediaConfig,
     #[serde(default)]
     pub schedules: SchedulesConfig,
+    #[serde(default)]
+    pub transcription: Transcription,
+    #[serde(default)]
+    pub speech: Speech,
 }
 
 /// Reads a config file as written, without validating it or applying the environment (for

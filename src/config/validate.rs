@@ -59,6 +59,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     }
     config.media.problems(&mut problems);
     config.schedules.problems(config.bot.timezone.as_deref(), &mut problems);
+    config.transcription.problems(&mut problems);
+    config.speech.problems(&mut problems);
     if config.encryption.wait_for_key_secs == 0 {
         problems.push("encryption.wait_for_key_secs: must be at least 1".to_owned());
     }

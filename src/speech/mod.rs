@@ -45,21 +45,25 @@ impl Endpoint {
     /// The words spoken in `audio` (a file named `filename`, of type `mime`).
     pub async fn transcribe(&self, audio: Vec<u8>, filename: &str, mime: &str) -> Result<String, Error> {
         let boundary = format!("richbot-{:016x}", rand::random::<u64>());
-        let body = multipart(&boundary, &[("model", &self.model), ("response_format", "json")], (filename, mime, &audio));
+        let body =
+            multipart(&boundary, &[("model", &self.model), ("response_format", "json")], (filename, mime, &audio));
         let request = self
             .http
             .post(format!("{}/audio/transcriptions", self.base_url))
             .header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}"))
             .body(body);
-        let answer: Value = self.send(request).await?.json().await.map_err(|e| Error::Failed(format!("not JSON: {e}")))?;
-        let text = answer.get("text").and_then(Value::as_str).ok_or_else(|| Error::Failed("no text in its answer".into()))?;
+        let answer: Value =
+            self.send(request).await?.json().await.map_err(|e| Error::Failed(format!("not JSON: {e}")))?;
+        let text =
+            answer.get("text").and_then(Value::as_str).ok_or_else(|| Error::Failed("no text in its answer".into()))?;
         Ok(text.trim().to_owned())
     }
 
     /// `text` spoken in `voice`, as `format` (`ogg`: Ogg Opus; `wav`).
     pub async fn speak(&self, text: &str, voice: &str, format: &str) -> Result<Vec<u8>, Error> {
         let response_format = if format == "ogg" { "opus" } else { format };
-        let ask = serde_json::json!({"model": self.model, "input": text, "voice": voice, "response_format": response_format});
+        let ask =
+            serde_json::json!({"model": self.model, "input": text, "voice": voice, "response_format": response_format});
         let request = self.http.post(format!("{}/audio/speech", self.base_url)).json(&ask);
         let bytes = self.send(request).await?.bytes().await.map_err(|e| Error::Failed(e.to_string()))?;
         Ok(bytes.to_vec())
@@ -71,7 +75,11 @@ impl Endpoint {
             None => request,
         };
         let response = request.send().await.map_err(|e| {
-            Error::Failed(if e.is_timeout() { "it did not answer in time".into() } else { format!("it could not be reached: {e}") })
+            Error::Failed(if e.is_timeout() {
+                "it did not answer in time".into()
+            } else {
+                format!("it could not be reached: {e}")
+            })
         })?;
         let status = response.status().as_u16();
         match status {
@@ -86,7 +94,9 @@ impl Endpoint {
 fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &str, &[u8])) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, value) in fields {
-        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes());
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+        );
     }
     let (filename, mime, bytes) = file;
     let filename: String = filename.chars().filter(|c| !matches!(c, '"' | '\r' | '\n' | '\\')).collect();

@@ -52,5 +52,6 @@ mod plan;
 mod rendering;
 mod retention;
 mod safety;
+mod speech;
 mod store;
 mod store_hostile;

@@ -10,6 +10,7 @@ pub mod lossy;
 pub mod mcp;
 pub mod olm_device;
 pub mod postgres;
+pub mod speech;
 pub mod synapse;
 
 use std::future::Future;
