@@ -239,3 +239,18 @@ pub fn schedule_kit(settings: &Settings, ticker: crate::schedules::Ticker) -> cr
     let timezone = settings.config.bot.timezone.as_deref().and_then(|z| crate::schedules::when::zone(z).ok());
     crate::turn::ScheduleKit { ticker: Some(ticker), bounds: settings.config.schedules.bounds(), timezone }
 }
+
+/// Where voice messages are transcribed (`[transcription]`), if anywhere. Its key: its
+/// own, else `[llm]`'s when the URL is the same.
+pub fn listening(settings: &Settings) -> Option<crate::media::Listening> {
+    let t = &settings.config.transcription;
+    let base_url = t.base_url.as_deref()?;
+    let own = t.api_key.clone().or_else(|| {
+        let file = t.api_key_file.as_ref()?;
+        std::fs::read_to_string(file).ok().map(|k| k.trim().to_owned())
+    });
+    let same = base_url.trim_end_matches('/') == settings.config.llm.base_url.trim_end_matches('/');
+    let key = own.or_else(|| same.then(|| settings.api_key.clone()).flatten());
+    let endpoint = crate::speech::Endpoint::new(base_url, &t.model, key, Duration::from_secs(t.timeout_secs));
+    Some(crate::media::Listening { endpoint, max_seconds: t.max_seconds, max_bytes: t.max_bytes })
+}

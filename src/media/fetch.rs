@@ -18,11 +18,26 @@ use crate::matrix;
 pub struct Media {
     pub(super) matrix: matrix::Client,
     pub limits: Limits,
+    /// Where voice messages are made words (`[transcription]`; none: they are named).
+    pub listening: Option<Listening>,
+}
+
+/// A transcription endpoint and its bounds.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    pub endpoint: crate::speech::Endpoint,
+    pub max_seconds: u64,
+    pub max_bytes: usize,
 }
 
 impl Media {
     pub fn new(matrix: matrix::Client, limits: Limits) -> Self {
-        Self { matrix, limits }
+        Self { matrix, limits, listening: None }
+    }
+
+    /// Voice messages are transcribed through `listening`.
+    pub fn listening(self, listening: Listening) -> Self {
+        Self { listening: Some(listening), ..self }
     }
 
     /// What the model gets of `event` (an image or file message), fetched as `persona`.
@@ -32,7 +47,11 @@ impl Media {
         let (name, mime) = (name(content), content.pointer("/info/mimetype").and_then(Value::as_str));
         let size = content.pointer("/info/size").and_then(Value::as_u64).unwrap_or(0);
         let limits = self.limits;
+        if kind == Kind::Audio {
+            return self.heard(content, persona, (&name, mime, size)).await;
+        }
         let cap = match kind {
+            Kind::Audio => 0,
             Kind::File if !is_text_like(mime, &name) => {
                 return Part::Unread(format!("{} files are not read", mime.unwrap_or("binary")));
             }
@@ -50,7 +69,9 @@ impl Media {
             }
         };
         match kind {
-            Kind::File => read_text(&bytes).map_or_else(|| Part::Unread("not UTF-8 text".into()), Part::Text),
+            Kind::File | Kind::Audio => {
+                read_text(&bytes).map_or_else(|| Part::Unread("not UTF-8 text".into()), Part::Text)
+            }
             Kind::Image => {
                 let scaled =
                     tokio::task::spawn_blocking(move || scale(&bytes, limits.max_image_px, limits.max_image_bytes));
@@ -61,6 +82,32 @@ impl Media {
                     }
                     Err(why) => Part::Unread(why),
                 }
+            }
+        }
+    }
+
+    /// A voice or audio message's words, within `[transcription]`'s bounds (its stated
+    /// length and size are checked before anything is fetched).
+    async fn heard(&self, content: &Value, persona: &UserId, (name, mime, size): (&str, Option<&str>, u64)) -> Part {
+        let Some(listening) = &self.listening else {
+            return Part::Unread("you cannot listen to voice messages here (no transcription is set up)".into());
+        };
+        let ms = content.pointer("/info/duration").and_then(Value::as_u64).unwrap_or(0);
+        if ms > listening.max_seconds * 1000 {
+            return Part::Unread(format!("longer than the {} seconds transcribed", listening.max_seconds));
+        }
+        if size > listening.max_bytes as u64 {
+            return Part::Unread(format!("larger than the {} bytes transcribed", listening.max_bytes));
+        }
+        let bytes = match self.bytes(content, persona, listening.max_bytes).await {
+            Ok(b) => b,
+            Err(why) => return Part::Unread(why),
+        };
+        match listening.endpoint.transcribe(bytes, name, mime.unwrap_or("audio/ogg")).await {
+            Ok(text) => Part::Spoken { text, seconds: ms.div_ceil(1000) },
+            Err(e) => {
+                tracing::warn!(%persona, error = %e, "a voice message could not be transcribed");
+                Part::Unread(format!("it could not be transcribed ({e})"))
             }
         }
     }

@@ -16,7 +16,7 @@ mod upload;
 
 use serde_json::Value;
 
-pub use fetch::Media;
+pub use fetch::{Listening, Media};
 pub use scale::scale;
 pub use seal::{Secret, seal};
 pub use text::{is_text_like, read_text};
@@ -49,6 +49,8 @@ pub enum Part {
     Image { data_url: String, width: u32, height: u32 },
     /// A text file's text.
     Text(String),
+    /// A voice or audio message's words, and how long it was (seconds).
+    Spoken { text: String, seconds: u64 },
     /// Not read, and why (too large, not text, not fetched).
     Unread(String),
 }
@@ -58,6 +60,8 @@ pub enum Part {
 pub enum Kind {
     Image,
     File,
+    /// `m.audio`: a voice message (`org.matrix.msc3245.voice`) or an audio file.
+    Audio,
 }
 
 impl Kind {
@@ -69,6 +73,7 @@ impl Kind {
         match event.get("content")?.get("msgtype").and_then(Value::as_str)? {
             "m.image" => Some(Kind::Image),
             "m.file" => Some(Kind::File),
+            "m.audio" => Some(Kind::Audio),
             _ => None,
         }
     }

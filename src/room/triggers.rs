@@ -111,9 +111,9 @@ pub fn trigger(event: &Value, facts: &Facts<'_>) -> Option<Trigger> {
         kind @ ("m.room.message" | "m.sticker") => {
             let msgtype =
                 if kind == "m.sticker" { "m.image" } else { content.get("msgtype").and_then(Value::as_str)? };
-            // A picture or a file addresses the persona as a text does (its caption may
+            // A picture, a file or a voice message addresses the persona as a text does (its caption may
             // mention it); it is never a command or a button press.
-            let media = matches!(msgtype, "m.image" | "m.file");
+            let media = matches!(msgtype, "m.image" | "m.file" | "m.audio");
             if !(media || matches!(msgtype, "m.text" | "m.emote")) || relation.as_ref().is_some_and(Relation::is_edit) {
                 return None;
             }

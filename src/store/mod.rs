@@ -50,6 +50,7 @@ mod schedules;
 mod sent;
 mod settings;
 mod transactions;
+mod transcripts;
 mod turns;
 mod uploads;
 mod usage;

@@ -210,6 +210,12 @@ impl Store {
             let by = by.map_or("", |u| u.as_str());
             sqlx::query(&sql).bind(room_id.as_str()).bind(event_id.as_str()).bind(by).execute(&mut *tx).await?;
         }
+        // A redacted voice message's words go with it.
+        sqlx::query("DELETE FROM transcripts WHERE room_id = $1 AND event_id = $2")
+            .bind(room_id.as_str())
+            .bind(event_id.as_str())
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
     }

@@ -259,7 +259,11 @@ fn scheduled(event: &StoredEvent) -> Option<Message> {
 fn media_message(event: &StoredEvent, kind: Kind, part: Option<&Part>) -> Message {
     let content = event.content();
     let name = media::name(content);
-    let what = if kind == Kind::Image { "image" } else { "file" };
+    let what = match kind {
+        Kind::Image => "image",
+        Kind::File => "file",
+        Kind::Audio => "voice message",
+    };
     let caption = media::caption(content).map(|c| format!(" {c}")).unwrap_or_default();
     // Its URL, so the model can show it again (a gallery, a card).
     let url = media::url(content).map(|u| format!(" {u}")).unwrap_or_default();
@@ -268,6 +272,9 @@ fn media_message(event: &StoredEvent, kind: Kind, part: Option<&Part>) -> Messag
         Some(Part::Image { data_url, .. }) => Message::UserImages { text: head, images: vec![data_url.clone()] },
         Some(Part::Text(text)) => {
             Message::User(format!("{head}\n<file name=\"{name}\">\n{}\n</file>", text.trim_end()))
+        }
+        Some(Part::Spoken { text, seconds }) => {
+            Message::User(format!("{} [{}]: [voice message, {seconds} s] {text}", event.sender, event.event_id))
         }
         Some(Part::Unread(why)) => Message::User(format!("{head} (not shown to you: {why})")),
         None => Message::User(head),

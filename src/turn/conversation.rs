@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use ruma::OwnedEventId;
 
+use super::context::Parts;
 use super::notices::{self, PostError};
 use super::{Error, Press, Scope, Turns, context};
 use crate::agent::Message;
@@ -44,10 +45,26 @@ impl Turns {
         // Pictures only for a model that sees: configured so, and its endpoint never
         // refused them.
         let sees = persona.vision && self.llm_of(&persona.user_id).sees();
+        // Voice messages transcribed before (by an earlier turn, or this one before a
+        // restart) are read back, not transcribed again.
+        let voices: Vec<&ruma::EventId> =
+            history.iter().filter(|e| Kind::of(&e.event) == Some(Kind::Audio)).map(|e| &*e.event_id).collect();
+        let known: Parts = self
+            .store
+            .transcripts(&scope.room, &voices)
+            .await?
+            .into_iter()
+            .map(|(id, (text, seconds))| (id, Part::Spoken { text, seconds }))
+            .collect();
         let parts = match &self.media {
-            Some(media) => gather(media, (persona, sees), &history, events).await,
-            None => HashMap::new(),
+            Some(media) => gather(media, (persona, sees), &history, events, known).await,
+            None => known,
         };
+        for e in events {
+            if let Some(Part::Spoken { text, seconds }) = parts.get(&e.event_id) {
+                self.store.record_transcript(&scope.room, &e.event_id, text, *seconds, now_ms()).await?;
+            }
+        }
         let pictures = events.iter().any(|e| Kind::of(&e.event) == Some(Kind::Image));
         if pictures && !sees {
             self.say_no_vision(turn, scope).await?;
@@ -92,6 +109,7 @@ async fn gather(
     (persona, sees): (&Persona, bool),
     history: &[StoredEvent],
     asked: &[StoredEvent],
+    known: Parts,
 ) -> HashMap<OwnedEventId, Part> {
     let mut wanted: Vec<&StoredEvent> = Vec::new();
     for e in asked.iter().rev() {
@@ -103,8 +121,9 @@ async fn gather(
             }
         }
     }
-    let mut parts = HashMap::new();
+    let mut parts = known;
     let mut pictures = 0;
+    let wanted: Vec<&StoredEvent> = wanted.into_iter().filter(|e| !parts.contains_key(&e.event_id)).collect();
     for e in wanted {
         let part = match Kind::of(&e.event) {
             Some(Kind::Image) if !sees => Part::Unread("you cannot see pictures".into()),

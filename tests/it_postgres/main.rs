@@ -79,6 +79,8 @@ mod pickle_key;
 mod pipeline;
 #[path = "../it/safety.rs"]
 mod safety;
+#[path = "../it/speech.rs"]
+mod speech;
 #[path = "../it/store.rs"]
 mod store;
 #[path = "../it/store_hostile.rs"]

@@ -48,7 +48,7 @@ fn trigger_table() {
             dm.clone(),
             Some(Trigger::Message),
         ),
-        ("dm audio", msg(json!({"msgtype": "m.audio", "body": "x.ogg"})), dm.clone(), None),
+        ("dm voice message", msg(json!({"msgtype": "m.audio", "body": "x.ogg"})), dm.clone(), Some(Trigger::Message)),
         (
             "dm image captioned !help",
             msg(json!({"msgtype": "m.image", "body": "!help", "filename": "x.png"})),
