@@ -46,10 +46,14 @@ impl Budget {
         usage.fresh() + cached + usage.completion
     }
 
+    /// Whether `user` is exempt from per-user limits (`limits.exempt`).
+    pub fn exempt(&self, user: &UserId) -> bool {
+        self.exempt.iter().any(|re| re.is_match(user.as_str()))
+    }
+
     /// The budgets that apply to `asker` (no per-user one when exempt).
     pub fn for_asker(&self, asker: &UserId) -> Budgets {
-        let exempt = self.exempt.iter().any(|re| re.is_match(asker.as_str()));
-        Budgets { per_user: if exempt { 0 } else { self.budgets.per_user }, ..self.budgets }
+        Budgets { per_user: if self.exempt(asker) { 0 } else { self.budgets.per_user }, ..self.budgets }
     }
 
     /// The limit of a spent budget of `kind` (for the notice).

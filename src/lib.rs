@@ -202,10 +202,8 @@ pub async fn run(
     )
     .with_tools(toolbox, approvals.clone())
     .with_models(models)
-    .with_media({
-        let media = media::Media::new(matrix.clone(), settings.config.media.limits());
-        parts::listening(&settings).map_or(media.clone(), |l| media.listening(l))
-    })
+    .with_media(media::Media::new(matrix.clone(), settings.config.media.limits()))
+    .with_voice(parts::voice(&settings))
     .with_polls(closer)
     .with_schedules(parts::schedule_kit(&settings, ticker.clone()));
     let policy = parts::room_policy(&settings);

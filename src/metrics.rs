@@ -33,6 +33,13 @@ pub struct Metrics {
     pub schedules_late: AtomicU64,
     pub schedules_skipped: AtomicU64,
     pub schedules_stopped: AtomicU64,
+    /// Voice messages transcribed, and their seconds; refused (too long, too large, over
+    /// the asker's day) or failed (the endpoint down or refusing); answers spoken.
+    pub voice_transcribed: AtomicU64,
+    pub voice_seconds: AtomicU64,
+    pub voice_refused: AtomicU64,
+    pub voice_failed: AtomicU64,
+    pub voice_replies: AtomicU64,
     /// Active schedules, as last counted (a gauge).
     pub schedules_active: AtomicU64,
     turns: Mutex<BTreeMap<String, u64>>,
@@ -87,7 +94,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 17] = [
+        let counters: [(&str, &str, &AtomicU64); 22] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
@@ -133,6 +140,19 @@ impl Metrics {
                 "Schedules stopped because their asker left the room, was banned or lost access.",
                 &self.schedules_stopped,
             ),
+            ("richbot_voice_transcribed_total", "Voice messages transcribed.", &self.voice_transcribed),
+            ("richbot_voice_seconds_total", "Seconds of voice messages transcribed.", &self.voice_seconds),
+            (
+                "richbot_voice_refused_total",
+                "Voice messages not transcribed: too long, too large, or over the asker's budget.audio_seconds_per_day.",
+                &self.voice_refused,
+            ),
+            (
+                "richbot_voice_failed_total",
+                "Voice messages the transcription endpoint failed or refused (logged with why).",
+                &self.voice_failed,
+            ),
+            ("richbot_voice_replies_total", "Answers spoken as voice messages (voice_replies).", &self.voice_replies),
         ];
         let crypto = self.crypto.get().map(|c| {
             [

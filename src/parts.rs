@@ -150,6 +150,8 @@ pub fn personas(settings: &Settings, matrix: matrix::Client, store: store::Store
                 greeting: p.greeting.clone(),
                 tools: p.tools.clone(),
                 vision: p.vision.unwrap_or(settings.config.llm.vision),
+                listens: p.transcription.unwrap_or(true),
+                voice_replies: p.voice_replies,
                 user_id,
             })
         })
@@ -240,17 +242,21 @@ pub fn schedule_kit(settings: &Settings, ticker: crate::schedules::Ticker) -> cr
     crate::turn::ScheduleKit { ticker: Some(ticker), bounds: settings.config.schedules.bounds(), timezone }
 }
 
-/// Where voice messages are transcribed (`[transcription]`), if anywhere. Its key: its
-/// own, else `[llm]`'s when the URL is the same.
-pub fn listening(settings: &Settings) -> Option<crate::media::Listening> {
-    let t = &settings.config.transcription;
-    let base_url = t.base_url.as_deref()?;
-    let own = t.api_key.clone().or_else(|| {
-        let file = t.api_key_file.as_ref()?;
-        std::fs::read_to_string(file).ok().map(|k| k.trim().to_owned())
+/// What turns hear and say: `[transcription]` and `[speech]`, each when its `base_url`
+/// is set, with the keys `config` read.
+pub fn voice(settings: &Settings) -> crate::speech::Voice {
+    use crate::speech::{Endpoint, Listening, Speaking};
+    let (t, s, keys) = (&settings.config.transcription, &settings.config.speech, &settings.audio_keys);
+    let listening = t.base_url.as_deref().map(|url| Listening {
+        endpoint: Endpoint::new(url, &t.model, keys.transcription.clone(), Duration::from_secs(t.timeout_secs)),
+        max_seconds: t.max_seconds,
+        max_bytes: t.max_bytes,
+        seconds_per_day: settings.config.budget.audio_seconds_per_day,
     });
-    let same = base_url.trim_end_matches('/') == settings.config.llm.base_url.trim_end_matches('/');
-    let key = own.or_else(|| same.then(|| settings.api_key.clone()).flatten());
-    let endpoint = crate::speech::Endpoint::new(base_url, &t.model, key, Duration::from_secs(t.timeout_secs));
-    Some(crate::media::Listening { endpoint, max_seconds: t.max_seconds, max_bytes: t.max_bytes })
+    let speaking = s.base_url.as_deref().map(|url| Speaking {
+        endpoint: Endpoint::new(url, &s.model, keys.speech.clone(), Duration::from_secs(s.timeout_secs)),
+        voice: s.voice.clone(),
+        format: s.format.clone(),
+    });
+    crate::speech::Voice { listening, speaking }
 }

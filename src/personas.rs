@@ -21,6 +21,10 @@ pub struct Persona {
     pub tools: Option<Vec<String>>,
     /// Its model sees pictures (`vision`).
     pub vision: bool,
+    /// Its members' voice messages are transcribed (`transcription`, true unless off).
+    pub listens: bool,
+    /// It answers a voice message with a voice message too (`voice_replies`).
+    pub voice_replies: bool,
 }
 
 /// Why a persona could not be set up.

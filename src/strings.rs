@@ -213,3 +213,39 @@ pub fn words(s: &str) -> String {
         s.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).flat_map(char::to_lowercase).collect();
     kept.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// Told once per room and hour when a voice message arrives and the persona cannot listen.
+pub const CANNOT_LISTEN: &str = "🎤 I can't listen to voice messages here, so I only know that you sent one. \
+     Please type your question.";
+
+/// Told when a voice message is longer than `transcription.max_seconds`.
+pub fn voice_too_long(seconds: u64, max: u64) -> String {
+    format!(
+        "🎤 Your voice message is {seconds} s long; I listen to at most {max} s. Please send a shorter one, or type it."
+    )
+}
+
+/// Told when a voice message is larger than `transcription.max_bytes`.
+pub fn voice_too_large(bytes: u64, max: usize) -> String {
+    format!(
+        "🎤 Your voice message is {} KiB; I listen to at most {} KiB. Please send a shorter one, or type it.",
+        bytes.div_ceil(1024),
+        max / 1024
+    )
+}
+
+/// Told when the asker's `budget.audio_seconds_per_day` has no room for a voice message.
+pub fn voice_budget_spent(limit: u64) -> String {
+    format!(
+        "🎤 You have used today's {limit} s of voice messages I listen to; they come back over the next day. \
+         Please type your question until then."
+    )
+}
+
+/// Told when the transcription endpoint is down or failed.
+pub const VOICE_FAILED: &str = "🎤 I couldn't make out your voice message: my transcription service is not \
+     answering. I answered without it; please try again later, or type it.";
+
+/// Told when the transcription endpoint refuses the key or has no such path.
+pub const VOICE_MISCONFIGURED: &str = "🎤 I couldn't make out your voice message: my connection to my \
+     transcription service is misconfigured. The admin has been told; please type your question.";

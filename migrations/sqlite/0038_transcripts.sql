@@ -9,3 +9,14 @@ CREATE TABLE transcripts (
     created_at  INTEGER NOT NULL
 );
 CREATE INDEX transcripts_room ON transcripts (room_id);
+
+-- Seconds of members' audio transcribed, for `budget.audio_seconds_per_day` (a rolling
+-- day, as `llm_usage`): kept apart from the words, so a redaction scrubs the words but
+-- does not give the seconds back.
+CREATE TABLE audio_usage (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      INTEGER NOT NULL,
+    user_id TEXT NOT NULL,
+    seconds INTEGER NOT NULL
+);
+CREATE INDEX audio_usage_user ON audio_usage (user_id, at);

@@ -20,8 +20,10 @@ use crate::{appservice, inbox, store};
 mod agents;
 mod encryption;
 mod model;
+mod speech;
 
 pub use model::QUESTION as MODEL_QUESTION;
+pub use speech::CLIP_WORDS;
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +97,7 @@ pub async fn run(settings: &Settings, models: bool) -> Vec<Line> {
         let toolbox = crate::tools::Toolbox::new(servers.clone(), settings.mcp_access.clone());
         lines.extend(model::lines(settings, parts.personas.all(), &toolbox).await);
     }
+    lines.extend(speech::lines(settings, models).await);
     lines.extend(mcp(servers));
     lines.extend(agents::lines(settings));
     parts.store.close().await;

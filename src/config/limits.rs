@@ -54,17 +54,19 @@ impl Default for Limits {
     }
 }
 
-/// `[budget]`: how the token budgets of `[limits]` count a model call.
+/// `[budget]`: how the token budgets of `[limits]` count a model call, and the audio budget.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BudgetConfig {
     /// What a prompt token the provider reused from its cache counts for, against a fresh
     /// one's 1 (hosted APIs bill them at a fraction; a local server spends little on them).
     pub cached_token_weight: f64,
+    /// Seconds of voice messages transcribed per asker per rolling day (0: no limit).
+    pub audio_seconds_per_day: u64,
 }
 
 impl Default for BudgetConfig {
     fn default() -> Self {
-        Self { cached_token_weight: 1.0 }
+        Self { cached_token_weight: 1.0, audio_seconds_per_day: 1800 }
     }
 }

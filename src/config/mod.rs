@@ -40,7 +40,7 @@ pub use sections::{
     Access, Appservice, Bot, Database, EncryptedRooms, Homeserver, Llm, Logging, MetricsConfig, Synchronous,
 };
 pub use settings::Settings;
-pub use speech::{Speech, Transcription};
+pub use speech::{AudioKeys, Speech, Transcription};
 
 /// The environment prefix for overrides.
 pub const ENV_PREFIX: &str = "RICHBOT__";

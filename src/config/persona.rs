@@ -33,6 +33,13 @@ pub struct Persona {
     /// Whether its model sees pictures; `[llm] vision` when unset.
     #[serde(default)]
     pub vision: Option<bool>,
+    /// Whether its members' voice messages are transcribed (`[transcription]` set); true
+    /// when unset.
+    #[serde(default)]
+    pub transcription: Option<bool>,
+    /// Whether it answers a voice message with a voice message too (`[speech]` set).
+    #[serde(default)]
+    pub voice_replies: bool,
 }
 
 impl std::fmt::Debug for Persona {

@@ -31,6 +31,8 @@ pub struct Settings {
     pub agents: Vec<super::AgentClient>,
     /// `encryption.pickle_key_file`, read: what the crypto secrets are sealed with.
     pub pickle_key: Option<std::sync::Arc<crate::pickle::PickleKey>>,
+    /// The keys of `[transcription]` and `[speech]`, read.
+    pub audio_keys: super::AudioKeys,
     /// What is allowed but unwise (secrets readable by others), for `check` and `serve`.
     pub warnings: Vec<String>,
 }

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::Config;
+use super::endpoints::{Found, key};
+
 /// `[transcription]`.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -112,5 +115,35 @@ impl Speech {
         if self.timeout_secs == 0 {
             problems.push("speech.timeout_secs: must be at least 1".to_owned());
         }
+    }
+}
+
+/// The keys of `[transcription]` and `[speech]`, read. `Debug` leaves them out.
+#[derive(Clone, Default)]
+pub struct AudioKeys {
+    pub transcription: Option<String>,
+    pub speech: Option<String>,
+}
+
+impl std::fmt::Debug for AudioKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AudioKeys").finish_non_exhaustive()
+    }
+}
+
+/// Each section's own key, else `[llm]`'s (`llm_key`, resolved) when its URL is `[llm]`'s:
+/// the main key is never sent to another provider.
+pub(super) fn keys(config: &Config, llm_key: Option<&String>, found: &mut Found<'_>) -> AudioKeys {
+    let llm = config.llm.base_url.trim_end_matches('/');
+    let mut resolve = |at: &str, url: Option<&String>, inline: Option<&String>, file: Option<&PathBuf>| {
+        let own = key(at, inline, file, found);
+        let same = url.is_some_and(|u| u.trim_end_matches('/') == llm);
+        own.or_else(|| same.then(|| llm_key.cloned()).flatten())
+    };
+    let t = &config.transcription;
+    let s = &config.speech;
+    AudioKeys {
+        transcription: resolve("transcription", t.base_url.as_ref(), t.api_key.as_ref(), t.api_key_file.as_ref()),
+        speech: resolve("speech", s.base_url.as_ref(), s.api_key.as_ref(), s.api_key_file.as_ref()),
     }
 }

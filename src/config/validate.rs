@@ -124,6 +124,8 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
                 api_key_file: None,
                 max_tokens: None,
                 vision: None,
+                transcription: None,
+                voice_replies: false,
             });
         }
         let namespace: Vec<Regex> = reg.namespaces.users.iter().filter_map(|ns| Regex::new(&ns.regex).ok()).collect();
@@ -164,6 +166,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     let endpoints = endpoints::resolve(&config.llm, api_key.as_ref(), &personas, &mut found);
     let agents = agents::validate(&config.agents, &personas, &config.homeserver.server_name, &mut found);
     let pickle_key = super::encryption::pickle_key(&config.encryption, &mut found);
+    let audio_keys = super::speech::keys(&config, api_key.as_ref(), &mut found);
     let l = &config.limits;
     for (key, value) in [
         ("turns_per_room_per_minute", u64::from(l.turns_per_room_per_minute)),
@@ -201,6 +204,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
             mcp_access,
             agents,
             pickle_key,
+            audio_keys,
             warnings,
         }),
         _ => Err(Error::Invalid(problems)),

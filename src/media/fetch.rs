@@ -18,26 +18,11 @@ use crate::matrix;
 pub struct Media {
     pub(super) matrix: matrix::Client,
     pub limits: Limits,
-    /// Where voice messages are made words (`[transcription]`; none: they are named).
-    pub listening: Option<Listening>,
-}
-
-/// A transcription endpoint and its bounds.
-#[derive(Debug, Clone)]
-pub struct Listening {
-    pub endpoint: crate::speech::Endpoint,
-    pub max_seconds: u64,
-    pub max_bytes: usize,
 }
 
 impl Media {
     pub fn new(matrix: matrix::Client, limits: Limits) -> Self {
-        Self { matrix, limits, listening: None }
-    }
-
-    /// Voice messages are transcribed through `listening`.
-    pub fn listening(self, listening: Listening) -> Self {
-        Self { listening: Some(listening), ..self }
+        Self { matrix, limits }
     }
 
     /// What the model gets of `event` (an image or file message), fetched as `persona`.
@@ -47,11 +32,9 @@ impl Media {
         let (name, mime) = (name(content), content.pointer("/info/mimetype").and_then(Value::as_str));
         let size = content.pointer("/info/size").and_then(Value::as_u64).unwrap_or(0);
         let limits = self.limits;
-        if kind == Kind::Audio {
-            return self.heard(content, persona, (&name, mime, size)).await;
-        }
         let cap = match kind {
-            Kind::Audio => 0,
+            // Heard, not read: the turn's `voice` transcribes them.
+            Kind::Audio => return Part::Unread("voice messages are transcribed, not read".into()),
             Kind::File if !is_text_like(mime, &name) => {
                 return Part::Unread(format!("{} files are not read", mime.unwrap_or("binary")));
             }
@@ -86,30 +69,9 @@ impl Media {
         }
     }
 
-    /// A voice or audio message's words, within `[transcription]`'s bounds (its stated
-    /// length and size are checked before anything is fetched).
-    async fn heard(&self, content: &Value, persona: &UserId, (name, mime, size): (&str, Option<&str>, u64)) -> Part {
-        let Some(listening) = &self.listening else {
-            return Part::Unread("you cannot listen to voice messages here (no transcription is set up)".into());
-        };
-        let ms = content.pointer("/info/duration").and_then(Value::as_u64).unwrap_or(0);
-        if ms > listening.max_seconds * 1000 {
-            return Part::Unread(format!("longer than the {} seconds transcribed", listening.max_seconds));
-        }
-        if size > listening.max_bytes as u64 {
-            return Part::Unread(format!("larger than the {} bytes transcribed", listening.max_bytes));
-        }
-        let bytes = match self.bytes(content, persona, listening.max_bytes).await {
-            Ok(b) => b,
-            Err(why) => return Part::Unread(why),
-        };
-        match listening.endpoint.transcribe(bytes, name, mime.unwrap_or("audio/ogg")).await {
-            Ok(text) => Part::Spoken { text, seconds: ms.div_ceil(1000) },
-            Err(e) => {
-                tracing::warn!(%persona, error = %e, "a voice message could not be transcribed");
-                Part::Unread(format!("it could not be transcribed ({e})"))
-            }
-        }
+    /// A voice or audio message's bytes (decrypted), at most `cap` of them.
+    pub async fn audio(&self, event: &Value, persona: &UserId, cap: usize) -> Result<Vec<u8>, String> {
+        self.bytes(event.get("content").unwrap_or(&Value::Null), persona, cap).await
     }
 
     /// The file's bytes, decrypted if it was encrypted.

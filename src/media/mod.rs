@@ -16,7 +16,7 @@ mod upload;
 
 use serde_json::Value;
 
-pub use fetch::{Listening, Media};
+pub use fetch::Media;
 pub use scale::scale;
 pub use seal::{Secret, seal};
 pub use text::{is_text_like, read_text};

@@ -64,6 +64,30 @@ pub fn image_message(name: &str, source: Source<'_>, info: Info<'_>, rel: Relati
     media_message("m.image", name, source, info, rel)
 }
 
+/// The `m.audio` voice message (`org.matrix.msc3245.voice`) of a spoken answer: its
+/// length (milliseconds) in `info.duration` and MSC1767's audio part, with the waveform
+/// (levels 0-1024) when there is one, as Element sends its own.
+pub fn voice_message(
+    name: &str,
+    source: Source<'_>,
+    info: Info<'_>,
+    (duration_ms, waveform): (Option<u64>, &[u16]),
+    rel: Relation<'_>,
+) -> Value {
+    let mut content = media_message("m.audio", name, source, info, rel);
+    let mut audio = Map::new();
+    if let Some(ms) = duration_ms {
+        content["info"]["duration"] = ms.into();
+        audio.insert("duration".into(), ms.into());
+    }
+    if !waveform.is_empty() {
+        audio.insert("waveform".into(), waveform.into());
+    }
+    content["org.matrix.msc1767.audio"] = Value::Object(audio);
+    content["org.matrix.msc3245.voice"] = json!({});
+    content
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +118,23 @@ mod tests {
         assert_eq!(c["file"], file);
         assert!(c.get("url").is_none(), "never a clear URL beside it");
         assert_eq!(c["info"], json!({"mimetype": "image/png", "size": 9, "w": 960, "h": 600}));
+    }
+
+    #[test]
+    fn a_voice_message_is_m_audio_marked_as_voice_with_its_length_and_waveform() {
+        let info = Info { size: Some(900), mimetype: Some("audio/ogg"), dimensions: None };
+        let c = voice_message(
+            "Voice answer",
+            Source::Url("mxc://s/v"),
+            info,
+            (Some(2_500), &[0, 512, 1024]),
+            Relation::default(),
+        );
+        assert_eq!(c["msgtype"], "m.audio");
+        assert_eq!(c["info"], json!({"size": 900, "mimetype": "audio/ogg", "duration": 2500}));
+        assert_eq!(c["org.matrix.msc1767.audio"], json!({"duration": 2500, "waveform": [0, 512, 1024]}));
+        assert_eq!(c["org.matrix.msc3245.voice"], json!({}));
+        let bare = voice_message("v", Source::Url("mxc://s/v"), Info::default(), (None, &[]), Relation::default());
+        assert_eq!(bare["org.matrix.msc1767.audio"], json!({}));
     }
 }

@@ -18,7 +18,7 @@ mod notice;
 mod plain;
 mod polls;
 mod snapshot;
-pub use attachments::{Info, Source, file_message, image_message};
+pub use attachments::{Info, Source, file_message, image_message, voice_message};
 use blocks::escape;
 pub use blocks::{Completion, Inline, PICTURE_HEIGHT, Pictures, RENDERERS, complete, render_block};
 pub use live::{LIVE, fits_as_edit, live};

@@ -12,6 +12,38 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod ogg;
+
+pub use ogg::{Shape, shape};
+
+/// Where members' voice messages are made words (`[transcription]`), and its bounds.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    pub endpoint: Endpoint,
+    /// Longest voice message transcribed (by its stated duration), in seconds.
+    pub max_seconds: u64,
+    /// Largest voice message fetched, in bytes.
+    pub max_bytes: usize,
+    /// Seconds transcribed per asker per rolling day (0: no limit).
+    pub seconds_per_day: u64,
+}
+
+/// Where a persona's answers are spoken (`[speech]`).
+#[derive(Debug, Clone)]
+pub struct Speaking {
+    pub endpoint: Endpoint,
+    pub voice: String,
+    /// `ogg` (Opus) or `wav`.
+    pub format: String,
+}
+
+/// What a turn can hear and say; neither when unset.
+#[derive(Debug, Clone, Default)]
+pub struct Voice {
+    pub listening: Option<Listening>,
+    pub speaking: Option<Speaking>,
+}
+
 /// Why audio was not made text (or speech).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
@@ -67,6 +99,33 @@ impl Endpoint {
         let request = self.http.post(format!("{}/audio/speech", self.base_url)).json(&ask);
         let bytes = self.send(request).await?.bytes().await.map_err(|e| Error::Failed(e.to_string()))?;
         Ok(bytes.to_vec())
+    }
+
+    /// Whether the endpoint answers at `path` (`audio/transcriptions` or `audio/speech`):
+    /// asked with nothing to work on, it should refuse the request (400 or 422) but not
+    /// the key or the path.
+    pub async fn probe(&self, path: &str) -> Result<u16, Error> {
+        let request = self.http.post(format!("{}/{path}", self.base_url));
+        let request = match path {
+            "audio/speech" => request.json(&serde_json::json!({"model": self.model, "input": ""})),
+            _ => {
+                let boundary = format!("richbot-{:016x}", rand::random::<u64>());
+                let body = format!(
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n{}\r\n--{boundary}--\r\n",
+                    self.model
+                );
+                request
+                    .header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}"))
+                    .body(body)
+            }
+        };
+        match self.send(request).await {
+            Ok(response) => Ok(response.status().as_u16()),
+            Err(Error::Failed(why)) if why.contains("HTTP 400") || why.contains("HTTP 422") => {
+                Ok(if why.contains("400") { 400 } else { 422 })
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {

@@ -73,6 +73,17 @@ impl Store {
                 now - DAY_MS - 3_600_000,
             )
             .await?;
+        self.batches(
+            "DELETE FROM audio_usage WHERE id IN (SELECT id FROM audio_usage WHERE at < $1 LIMIT $2)",
+            now - DAY_MS - 3_600_000,
+        )
+        .await?;
+        // Voice messages' words, as long as the history.
+        self.batches(
+            "DELETE FROM transcripts WHERE event_id IN (SELECT event_id FROM transcripts WHERE created_at < $1 LIMIT $2)",
+            before,
+        )
+        .await?;
         sqlx::query("DELETE FROM budget_notices WHERE until < $1").bind(now).execute(&self.writer).await?;
         // Which event first carried each megolm message index, as long as the history.
         self.batches(

@@ -1,34 +1,59 @@
-//! `transcripts`: the words of members' voice messages, by event.
+//! `transcripts`: the words of members' voice messages, by event; and `audio_usage`: the
+//! seconds of audio each member had transcribed, for `budget.audio_seconds_per_day`.
 
 use std::collections::HashMap;
 
-use ruma::{EventId, OwnedEventId, RoomId};
+use ruma::{EventId, OwnedEventId, RoomId, UserId};
 use sqlx::Row;
 
-use super::{Result, Store};
+use super::{DAY_MS, Result, Store};
 
 impl Store {
-    /// Keeps a voice message's words (once: a second transcription keeps the first).
+    /// Keeps a voice message's words (once: a second transcription keeps the first), and
+    /// counts its seconds against `asker`'s day, in one transaction.
     pub async fn record_transcript(
         &self,
-        room: &RoomId,
-        event: &EventId,
+        (room, event): (&RoomId, &EventId),
+        asker: &UserId,
         text: &str,
         seconds: u64,
         now: i64,
     ) -> Result<()> {
-        sqlx::query(
+        let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);
+        let mut tx = self.writer.begin().await?;
+        let kept = sqlx::query(
             "INSERT INTO transcripts (event_id, room_id, text, seconds, created_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (event_id) DO NOTHING",
         )
         .bind(event.as_str())
         .bind(room.as_str())
         .bind(text)
-        .bind(i64::try_from(seconds).unwrap_or(i64::MAX))
+        .bind(seconds)
         .bind(now)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await?;
+        if kept.rows_affected() == 1 {
+            sqlx::query("INSERT INTO audio_usage (at, user_id, seconds) VALUES ($1, $2, $3)")
+                .bind(now)
+                .bind(asker.as_str())
+                .bind(seconds)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
         Ok(())
+    }
+
+    /// Seconds of audio `asker` had transcribed in the day up to `now`.
+    pub async fn audio_seconds_today(&self, asker: &UserId, now: i64) -> Result<u64> {
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(seconds), 0) AS BIGINT) AS n FROM audio_usage WHERE user_id = $1 AND at > $2",
+        )
+        .bind(asker.as_str())
+        .bind(now - DAY_MS)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or(0))
     }
 
     /// The kept words of `events` (those that have some), with their length in seconds.

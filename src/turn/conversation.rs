@@ -3,6 +3,8 @@
 //! turn's own messages, and the ones those messages reply to. They are fetched through
 //! `media`, bounded by `[media]`. Older media in the history are only named.
 //!
+//! Voice messages are made words first (`voice`).
+//!
 //! A persona whose model cannot see pictures gets them named with why. The member is
 //! told once per room, in a notice, so they can describe the picture in words.
 
@@ -49,22 +51,18 @@ impl Turns {
         // restart) are read back, not transcribed again.
         let voices: Vec<&ruma::EventId> =
             history.iter().filter(|e| Kind::of(&e.event) == Some(Kind::Audio)).map(|e| &*e.event_id).collect();
-        let known: Parts = self
+        let mut known: Parts = self
             .store
             .transcripts(&scope.room, &voices)
             .await?
             .into_iter()
             .map(|(id, (text, seconds))| (id, Part::Spoken { text, seconds }))
             .collect();
+        self.listen((turn, scope), persona, (&history, events), &mut known).await?;
         let parts = match &self.media {
             Some(media) => gather(media, (persona, sees), &history, events, known).await,
             None => known,
         };
-        for e in events {
-            if let Some(Part::Spoken { text, seconds }) = parts.get(&e.event_id) {
-                self.store.record_transcript(&scope.room, &e.event_id, text, *seconds, now_ms()).await?;
-            }
-        }
         let pictures = events.iter().any(|e| Kind::of(&e.event) == Some(Kind::Image));
         if pictures && !sees {
             self.say_no_vision(turn, scope).await?;
@@ -102,15 +100,8 @@ impl Turns {
     }
 }
 
-/// The media the turn is about, newest first: its own messages' and what they reply to,
-/// at most `images_per_turn` pictures (the others named, with why).
-async fn gather(
-    media: &Media,
-    (persona, sees): (&Persona, bool),
-    history: &[StoredEvent],
-    asked: &[StoredEvent],
-    known: Parts,
-) -> HashMap<OwnedEventId, Part> {
+/// The media messages the turn is about, newest first: its own and what they reply to.
+pub(super) fn about<'a>(history: &'a [StoredEvent], asked: &'a [StoredEvent]) -> Vec<&'a StoredEvent> {
     let mut wanted: Vec<&StoredEvent> = Vec::new();
     for e in asked.iter().rev() {
         let replied = e.relation().and_then(|r| r.reply_to().map(ToOwned::to_owned));
@@ -121,9 +112,22 @@ async fn gather(
             }
         }
     }
+    wanted
+}
+
+/// The media the turn is about (see [`about`]), at most `images_per_turn` pictures (the
+/// others named, with why); voice messages were heard before (`voice`).
+async fn gather(
+    media: &Media,
+    (persona, sees): (&Persona, bool),
+    history: &[StoredEvent],
+    asked: &[StoredEvent],
+    known: Parts,
+) -> HashMap<OwnedEventId, Part> {
     let mut parts = known;
     let mut pictures = 0;
-    let wanted: Vec<&StoredEvent> = wanted.into_iter().filter(|e| !parts.contains_key(&e.event_id)).collect();
+    let wanted: Vec<&StoredEvent> =
+        about(history, asked).into_iter().filter(|e| !parts.contains_key(&e.event_id)).collect();
     for e in wanted {
         let part = match Kind::of(&e.event) {
             Some(Kind::Image) if !sees => Part::Unread("you cannot see pictures".into()),

@@ -43,6 +43,8 @@ mod shown;
 mod stop;
 mod targets;
 mod uploads;
+mod voice;
+mod voice_out;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -123,6 +125,8 @@ pub struct Turns {
     polls: Option<crate::polls::Closer>,
     /// Schedules' bounds, the default zone, and the ticker to wake (`with_schedules`).
     schedules: ScheduleKit,
+    /// Hears voice messages and speaks answers (`with_voice`).
+    voice: crate::speech::Voice,
 }
 
 impl Turns {
@@ -137,7 +141,7 @@ impl Turns {
     ) -> Self {
         let approvals = Approvals::new(store.clone());
         let (toolbox, models) = (Toolbox::default(), HashMap::new());
-        let (media, polls, schedules) = (None, None, ScheduleKit::default());
+        let (media, polls, schedules, voice) = (None, None, ScheduleKit::default(), Default::default());
         Self {
             store,
             llm,
@@ -152,6 +156,7 @@ impl Turns {
             media,
             polls,
             schedules,
+            voice,
         }
     }
 
@@ -252,7 +257,9 @@ impl Turns {
                         (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())
                     }
                     (Err(e), None) => (close.llm_failed(next, e).await?, TurnRecord::default()),
-                    (Ok(done), _) => close.answered(next, done, (failed, runner.wrote())).await?,
+                    (Ok(done), _) => {
+                        self.answered(&close, (next, done), (failed, runner.wrote()), (persona, events)).await?
+                    }
                 }
             }
         };

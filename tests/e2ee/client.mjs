@@ -176,8 +176,9 @@ const commands = {
 
   /// Sends a picture or file as Element does in an encrypted room: the bytes encrypted
   /// (AES-256-CTR, the attachment format of the spec), the ciphertext uploaded, and the
-  /// key, IV and hash in the message's `file`, which is itself encrypted.
-  async send_file({ room, data, msgtype, body, name, mimetype }) {
+  /// key, IV and hash in the message's `file`, which is itself encrypted. `extra` adds to
+  /// the content (and to its `info`).
+  async send_file({ room, data, msgtype, body, name, mimetype, extra = {} }) {
     const { createCipheriv, createHash, randomBytes } = await import("node:crypto");
     const plain = Buffer.from(data, "base64");
     const key = randomBytes(32);
@@ -194,6 +195,9 @@ const commands = {
       hashes: { sha256: unpadded(createHash("sha256").update(sealed).digest()) },
     };
     const content = { msgtype, body, filename: name, file, info: { mimetype, size: plain.length } };
+    // What a voice message adds (its length, the voice marker), as Element sends it.
+    Object.assign(content.info, extra.info ?? {});
+    for (const [key, value] of Object.entries(extra)) if (key !== "info") content[key] = value;
     const { event_id } = await client.sendEvent(room, "m.room.message", content);
     return { event_id, url: content_uri };
   },

@@ -36,6 +36,7 @@ mod e2e_shutdown;
 mod e2e_tools;
 mod e2e_turn;
 mod e2e_uploads;
+mod e2e_voice;
 mod layout;
 mod leases;
 mod edge;

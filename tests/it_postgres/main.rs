@@ -79,6 +79,8 @@ mod pickle_key;
 mod pipeline;
 #[path = "../it/safety.rs"]
 mod safety;
+#[path = "../it/e2e_voice.rs"]
+mod e2e_voice;
 #[path = "../it/speech.rs"]
 mod speech;
 #[path = "../it/store.rs"]

@@ -148,9 +148,21 @@ impl E2ee {
         (bytes, mimetype, name): (&[u8], &str, &str),
         body: &str,
     ) -> String {
+        self.send_file_with(room, msgtype, (bytes, mimetype, name), body, json!({})).await
+    }
+
+    /// [`send_file`](Self::send_file) with `extra` added to the content (and to its `info`).
+    pub async fn send_file_with(
+        &mut self,
+        room: &str,
+        msgtype: &str,
+        (bytes, mimetype, name): (&[u8], &str, &str),
+        body: &str,
+        extra: Value,
+    ) -> String {
         use base64::Engine;
         let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-        let command = json!({"cmd": "send_file", "room": room, "data": data, "msgtype": msgtype, "body": body, "name": name, "mimetype": mimetype});
+        let command = json!({"cmd": "send_file", "room": room, "data": data, "msgtype": msgtype, "body": body, "name": name, "mimetype": mimetype, "extra": extra});
         let done = self.call(command).await;
         done["event_id"].as_str().expect("event id").to_owned()
     }

@@ -69,3 +69,82 @@ impl Drop for SpeechServer {
         let _ = self.child.wait();
     }
 }
+
+/// An audio endpoint that answers every request with one status (no body worth reading),
+/// which the test may change: 503 for an outage, 401/403/404 for a misconfiguration.
+pub struct Refusing {
+    /// Its OpenAI-style base URL (`http://127.0.0.1:PORT/v1`).
+    pub base_url: String,
+    status: std::sync::Arc<std::sync::atomic::AtomicU16>,
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Refusing {
+    pub async fn start(status: u16) -> Self {
+        use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base_url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let status = std::sync::Arc::new(AtomicU16::new(status));
+        let asked = std::sync::Arc::new(AtomicUsize::new(0));
+        let (answer, count) = (status.clone(), asked.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let (answer, count) = (answer.clone(), count.clone());
+                tokio::spawn(async move {
+                    // The whole request (headers, then Content-Length bytes), then the answer.
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 8192];
+                    loop {
+                        let Ok(n) = socket.read(&mut buf).await else { return };
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buf[..n]);
+                        let text = String::from_utf8_lossy(&request).to_lowercase();
+                        let Some(end) = text.find("\r\n\r\n") else { continue };
+                        let length = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                            .unwrap_or(0usize);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                    count.fetch_add(1, Ordering::SeqCst);
+                    let status = answer.load(Ordering::SeqCst);
+                    let body = r#"{"error":{"message":"refused by the test"}}"#;
+                    let head = format!(
+                        "HTTP/1.1 {status} Refused\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                });
+            }
+        });
+        Self { base_url, status, asked, task }
+    }
+
+    /// Answers `status` from now on.
+    pub fn set(&self, status: u16) {
+        self.status.store(status, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many requests it was sent.
+    pub fn asked(&self) -> usize {
+        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Refusing {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// How many requests to `path` (e.g. `/v1/audio/transcriptions`) the speech server's
+/// log at `log` holds.
+pub fn requests_to(log: &Path, path: &str) -> usize {
+    std::fs::read_to_string(log).unwrap_or_default().lines().filter(|l| l.contains(&format!("\"{path}\""))).count()
+}

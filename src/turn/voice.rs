@@ -1,0 +1,198 @@
+//! Voice in: the voice messages a turn is about (its own, and those they reply to) made
+//! words by the transcription endpoint (`[transcription]`), so the model reads what the
+//! member said as `[voice message, 4 s] …`. The words are kept (`transcripts`), read by
+//! later turns instead of the audio, and scrubbed with a redaction.
+//!
+//! Nothing is fetched or sent that a bound refuses: a message longer than
+//! `transcription.max_seconds` or larger than `max_bytes` by what it states, or by what
+//! its Ogg stream turns out to hold (a sender can understate), and seconds past the
+//! asker's `budget.audio_seconds_per_day`. Each refusal and failure is told to the member
+//! once, in a notice of the turn's own (a resumed turn posts it under the same write id,
+//! so never twice), and the turn goes on with the voice message named. A persona that
+//! cannot listen (no `[transcription]`, or `transcription = false`) says so once per room
+//! and hour.
+
+use ruma::UserId;
+
+use super::context::Parts;
+use super::conversation::about;
+use super::notices::{self, PostError};
+use super::{Error, Scope, Turns};
+use crate::clock::now_ms;
+use crate::media::{self, Kind, Part};
+use crate::metrics::Metrics;
+use crate::outbox::WriteId;
+use crate::personas::Persona;
+use crate::speech::{self, Listening, Voice};
+use crate::store::StoredEvent;
+use crate::strings;
+
+/// Where the voice notices go among the turn's writes: "cannot listen", then one per
+/// voice message by its place.
+const VOICE_SEQ: i64 = 4_100_000;
+
+/// How often a room is told, at most, that the persona cannot listen.
+const CANNOT_LISTEN_EVERY_MS: i64 = 3_600_000;
+
+/// What became of one voice message: what the model reads, and what the member is told.
+struct Heard {
+    part: Part,
+    told: Option<String>,
+}
+
+impl Heard {
+    fn refused(why: String, told: String) -> Self {
+        Self { part: Part::Unread(why), told: Some(told) }
+    }
+}
+
+impl Turns {
+    /// Members' voice messages are heard (and answers spoken) through `voice`.
+    pub fn with_voice(self, voice: Voice) -> Self {
+        Self { voice, ..self }
+    }
+
+    /// Makes words of the voice messages the turn is about that `parts` has none for.
+    pub(super) async fn listen(
+        &self,
+        (turn, scope): (i64, &Scope),
+        persona: &Persona,
+        (history, events): (&[StoredEvent], &[StoredEvent]),
+        parts: &mut Parts,
+    ) -> Result<(), Error> {
+        let voices = about(history, events).into_iter().filter(|e| Kind::of(&e.event) == Some(Kind::Audio));
+        for (i, e) in (1..).zip(voices) {
+            if parts.contains_key(&e.event_id) {
+                continue;
+            }
+            let Some(listening) = self.voice.listening.as_ref().filter(|_| persona.listens) else {
+                parts.insert(e.event_id.clone(), Part::Unread("you cannot listen to voice messages".into()));
+                self.say_cannot_listen(turn, scope).await?;
+                continue;
+            };
+            let heard = self.hear(listening, (persona, scope), e).await?;
+            if let Some(text) = &heard.told {
+                self.tell_voice(WriteId { turn, seq: VOICE_SEQ + i }, scope, text).await?;
+            }
+            parts.insert(e.event_id.clone(), heard.part);
+        }
+        Ok(())
+    }
+
+    /// One voice message, within the bounds, made words (and kept).
+    async fn hear(
+        &self,
+        listening: &Listening,
+        (persona, scope): (&Persona, &Scope),
+        e: &StoredEvent,
+    ) -> Result<Heard, Error> {
+        let content = e.content();
+        let stated_ms = content.pointer("/info/duration").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let size = content.pointer("/info/size").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        if let Some(refused) = self.refuse(listening, &scope.asker, (stated_ms, size)).await? {
+            return Ok(refused);
+        }
+        let Some(media) = &self.media else {
+            return Ok(self.failed(speech::Error::Failed("media cannot be fetched here".into())));
+        };
+        let bytes = match media.audio(&e.event, &persona.user_id, listening.max_bytes).await {
+            Ok(bytes) => bytes,
+            Err(why) => {
+                tracing::info!(room = %scope.room, event = %e.event_id, why, "a voice message could not be fetched");
+                Metrics::inc(&self.metrics.voice_failed);
+                let told = format!("🎤 I couldn't fetch your voice message ({why}). Please send it again, or type it.");
+                return Ok(Heard::refused(format!("it could not be fetched ({why})"), told));
+            }
+        };
+        // What the stream holds, not what the sender said: an understated length is caught.
+        let held_ms = speech::shape(&bytes).duration_ms.unwrap_or(0).max(stated_ms);
+        if let Some(refused) = self.refuse(listening, &scope.asker, (held_ms, bytes.len() as u64)).await? {
+            return Ok(refused);
+        }
+        let seconds = held_ms.div_ceil(1000).max(1);
+        let name = media::name(content);
+        let mime = content.pointer("/info/mimetype").and_then(serde_json::Value::as_str).unwrap_or("audio/ogg");
+        match listening.endpoint.transcribe(bytes, &name, mime).await {
+            Ok(text) => {
+                let at = (&*scope.room, &*e.event_id);
+                self.store.record_transcript(at, &scope.asker, &text, seconds, now_ms()).await?;
+                Metrics::inc(&self.metrics.voice_transcribed);
+                Metrics::add(&self.metrics.voice_seconds, seconds);
+                tracing::info!(room = %scope.room, event = %e.event_id, seconds, "a voice message was transcribed");
+                Ok(Heard { part: Part::Spoken { text, seconds }, told: None })
+            }
+            Err(e) => Ok(self.failed(e)),
+        }
+    }
+
+    /// A refusal by `listening`'s bounds or the asker's day, if one applies to a message
+    /// of `ms` milliseconds and `bytes` bytes.
+    async fn refuse(
+        &self,
+        listening: &Listening,
+        asker: &UserId,
+        (ms, bytes): (u64, u64),
+    ) -> Result<Option<Heard>, Error> {
+        let (seconds, max) = (ms.div_ceil(1000), listening.max_seconds);
+        let refused = if ms > max * 1000 {
+            Heard::refused(format!("longer than the {max} s transcribed"), strings::voice_too_long(seconds, max))
+        } else if bytes > listening.max_bytes as u64 {
+            let why = format!("larger than the {} bytes transcribed", listening.max_bytes);
+            Heard::refused(why, strings::voice_too_large(bytes, listening.max_bytes))
+        } else if listening.seconds_per_day > 0
+            && !self.budget.exempt(asker)
+            && self.store.audio_seconds_today(asker, now_ms()).await? + seconds.max(1) > listening.seconds_per_day
+        {
+            let why = "over the asker's daily seconds of voice messages".to_owned();
+            Heard::refused(why, strings::voice_budget_spent(listening.seconds_per_day))
+        } else {
+            return Ok(None);
+        };
+        Metrics::inc(&self.metrics.voice_refused);
+        Ok(Some(refused))
+    }
+
+    /// The endpoint failed: misconfiguration is the admin's (logged as an error), anything
+    /// else an outage.
+    fn failed(&self, e: speech::Error) -> Heard {
+        Metrics::inc(&self.metrics.voice_failed);
+        match &e {
+            speech::Error::Misconfigured(status, body) => {
+                let body = crate::blocks::cut(body, 200);
+                tracing::error!(
+                    status,
+                    body,
+                    "the transcription endpoint refused: check transcription.base_url and its key"
+                );
+                Heard::refused(format!("it could not be transcribed ({e})"), strings::VOICE_MISCONFIGURED.to_owned())
+            }
+            speech::Error::Failed(why) => {
+                tracing::warn!(why, "a voice message could not be transcribed");
+                Heard::refused(format!("it could not be transcribed ({why})"), strings::VOICE_FAILED.to_owned())
+            }
+        }
+    }
+
+    /// Tells the room that the persona cannot listen, at most once an hour.
+    async fn say_cannot_listen(&self, turn: i64, scope: &Scope) -> Result<(), Error> {
+        let key = format!("told_cannot_listen:{}:{}", scope.room, scope.persona);
+        let now = now_ms();
+        let told = self.store.meta(&key).await?.and_then(|v| v.parse::<i64>().ok());
+        if told.is_some_and(|at| now - at < CANNOT_LISTEN_EVERY_MS) {
+            return Ok(());
+        }
+        self.tell_voice(WriteId { turn, seq: VOICE_SEQ }, scope, strings::CANNOT_LISTEN).await?;
+        Ok(self.store.set_meta(&key, &now.to_string()).await?)
+    }
+
+    async fn tell_voice(&self, id: WriteId, scope: &Scope, text: &str) -> Result<(), Error> {
+        match notices::post(&self.outbox, scope, id, text, true).await {
+            Ok(()) => Ok(()),
+            Err(PostError::Later(why)) => Err(Error::Suspended(why)),
+            Err(PostError::Failed(why)) => {
+                tracing::warn!(room = %scope.room, why, "could not tell the member about their voice message");
+                Ok(())
+            }
+        }
+    }
+}
