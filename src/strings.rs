@@ -111,6 +111,15 @@ pub fn usage(asker: &str, (tokens, turns, prompt, cached): (u64, u64, u64, u64),
     format!("{asker}: over the last 24 hours you used {tokens} tokens in {turns} turn(s).{prompt} {limit}")
 }
 
+/// What `!usage` adds when voice messages are heard: the seconds heard over the day, and
+/// the limit (none when the asker has none).
+pub fn voice_usage(seconds: u64, limit: Option<u64>) -> String {
+    match limit {
+        Some(n) => format!(" Voice messages: {seconds} s heard, of your {n} s a day."),
+        None => format!(" Voice messages: {seconds} s heard, with no limit."),
+    }
+}
+
 /// The answer to `!help`.
 pub fn help(persona: &str) -> String {
     format!(

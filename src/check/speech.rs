@@ -13,7 +13,7 @@ use crate::speech::{self, Endpoint};
 /// What the built-in clip says.
 pub const CLIP_WORDS: &str = "What is the weather in Lisbon right now?";
 
-/// The built-in clip (3 s, 4 KiB).
+/// The built-in clip (3 s, 11 KiB: at opusenc's default rate, which Whisper base hears word for word).
 const CLIP: &[u8] = include_bytes!("clip.ogg");
 
 /// One line per audio endpoint set; none when neither is.

@@ -108,7 +108,7 @@ fn wav(bytes: &[u8]) -> Option<Shape> {
 
 /// `values` cut into at most [`LEVELS`] slices of (nearly) equal length.
 fn slices(values: &[f64]) -> Vec<&[f64]> {
-    let n = values.len().min(LEVELS).max(1);
+    let n = values.len().clamp(1, LEVELS);
     let size = values.len().div_ceil(n).max(1);
     values.chunks(size).collect()
 }

@@ -274,6 +274,7 @@ fn media_message(event: &StoredEvent, kind: Kind, part: Option<&Part>) -> Messag
             Message::User(format!("{head}\n<file name=\"{name}\">\n{}\n</file>", text.trim_end()))
         }
         Some(Part::Spoken { text, seconds }) => {
+            let text = if text.trim().is_empty() { "(no words could be made out)" } else { text };
             Message::User(format!("{} [{}]: [voice message, {seconds} s] {text}", event.sender, event.event_id))
         }
         Some(Part::Unread(why)) => Message::User(format!("{head} (not shown to you: {why})")),

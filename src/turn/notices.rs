@@ -130,14 +130,23 @@ pub fn budget_spent(spent: Spent, limit: u64) -> String {
 }
 
 impl super::Turns {
-    /// `!usage`: the asker's use and limit over the rolling day, as a notice turn.
+    /// `!usage`: the asker's use and limit over the rolling day (voice messages' seconds
+    /// too, when they are heard), as a notice turn.
     pub async fn usage(
         &self,
         scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
         events: &[crate::store::StoredEvent],
     ) -> Result<super::Outcome, super::Error> {
         let (u, limit) = self.budget.day_use(&self.store, scope_of.2).await?;
-        let text = strings::usage(scope_of.2.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
+        let mut text = strings::usage(scope_of.2.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
+        if let Some(listening) = &self.voice.listening {
+            let heard = self.store.audio_seconds_today(scope_of.2, crate::clock::now_ms()).await?;
+            let limit = listening.seconds_per_day;
+            text.push_str(&strings::voice_usage(
+                heard,
+                Some(limit).filter(|n| *n > 0 && !self.budget.exempt(scope_of.2)),
+            ));
+        }
         self.notice(scope_of, events, text, super::Outcome::Command("usage".to_owned())).await
     }
 }

@@ -90,6 +90,10 @@ async fn voice_messages_past_the_bounds_or_the_askers_day_are_refused_before_the
     let spent = "(not shown to you: over the asker's daily seconds of voice messages)";
     assert!(asked(&env, 3).ends_with(spent), "{}", asked(&env, 3));
     assert_eq!(requests_to(&log, TRANSCRIPTIONS), 1, "only the one within the bounds was sent");
+    env.alice.say(&room, "!usage").await;
+    env.wait_messages(&room, BOT, 8).await;
+    let usage = notices(&env.alice.messages_from(&room, BOT).await).pop().expect("a notice");
+    assert!(usage.ends_with(" Voice messages: 3 s heard, of your 5 s a day."), "{usage}");
     let metrics = env.metrics().await;
     assert_eq!(metric(&metrics, "richbot_voice_refused_total"), Some(3), "{metrics}");
     assert_eq!(metric(&metrics, "richbot_voice_transcribed_total"), Some(1), "{metrics}");

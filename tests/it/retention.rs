@@ -1,7 +1,8 @@
 //! Retention on a fresh database: history older than `bot.history_days` and what derives
-//! from it go (pending events and running turns stay, whatever their age), token use goes
-//! after the budgets' day, a finished turn keeps no record of its replies or tool results,
-//! a turn is finished once, and a redaction scrubs a running turn's record at once.
+//! from it go (pending events and running turns stay, whatever their age; voice messages'
+//! words with their history), token use and audio seconds go after the budgets' day, a
+//! finished turn keeps no record of its replies or tool results, a turn is finished once,
+//! and a redaction scrubs a running turn's record at once.
 
 use std::time::Duration;
 
@@ -59,6 +60,11 @@ async fn history_past_the_retention_goes_with_what_derives_from_it_and_the_rest_
     let budgets = Budgets { per_user: 0, per_room: 0, total: 0 };
     s.reserve_tokens(alice, room, 10, budgets, NOW - 3 * DAY).await.expect("reserve").expect("room");
     s.reserve_tokens(alice, room, 20, budgets, NOW - 1_000).await.expect("reserve").expect("room");
+    // Voice messages' words, and the seconds counted for the audio budget.
+    s.record_transcript((room, event_id!("$voice_old")), alice, "old words", 4, old).await.expect("words");
+    s.record_transcript((room, event_id!("$voice_new")), alice, "new words", 3, NOW - 1_000).await.expect("words");
+    s.record_transcript((room, event_id!("$voice_new")), alice, "again", 3, NOW - 500).await.expect("once");
+    assert_eq!(s.audio_seconds_today(alice, NOW).await.expect("seconds"), 3, "a word kept once, counted once");
 
     let pruned = s.prune(Duration::from_secs(30 * 86_400), NOW).await.expect("prune");
     assert_eq!((pruned.events, pruned.turns, pruned.sent, pruned.usage), (1, 1, 1, 1), "{pruned:?}");
@@ -70,6 +76,10 @@ async fn history_past_the_retention_goes_with_what_derives_from_it_and_the_rest_
     assert!(s.sent_message(event_id!("$sent_old")).await.expect("query").is_none());
     assert!(s.sent_message(event_id!("$sent_new")).await.expect("query").is_some());
     assert_eq!(s.day_use(alice, NOW).await.expect("use").tokens, 20);
+    let voices = [event_id!("$voice_old"), event_id!("$voice_new")];
+    let words = s.transcripts(room, &voices).await.expect("words");
+    assert_eq!(words.into_iter().collect::<Vec<_>>(), [(voices[1].to_owned(), ("new words".to_owned(), 3))]);
+    assert_eq!(s.audio_seconds_today(alice, NOW).await.expect("seconds"), 3);
     assert_eq!(s.prune(Duration::from_secs(30 * 86_400), NOW).await.expect("again"), Default::default());
 }
 

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::support::llm::text;
 use crate::support::speech::{SpeechServer, spoken};
-use crate::support::{BOT, Env, Options};
+use crate::support::{BOT, Env, Options, enc};
 
 #[tokio::test]
 async fn a_spoken_question_is_transcribed_and_an_answer_spoken_back() {
@@ -57,7 +57,7 @@ async fn a_voice_message_in_a_dm_reaches_the_model_as_its_words_and_is_transcrib
         "info": {"mimetype": "audio/ogg", "size": size, "duration": 2125},
         "org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {"duration": 2125},
     });
-    env.alice.send(&room, "m.room.message", voice).await;
+    let voice_id = env.alice.send(&room, "m.room.message", voice).await;
     env.wait_messages(&room, BOT, 1).await;
     let asked = env.llm.requests()[0]["messages"].as_array().and_then(|m| m.last()).cloned().expect("a question");
     let said = asked["content"].as_str().expect("text");
@@ -74,4 +74,104 @@ async fn a_voice_message_in_a_dm_reaches_the_model_as_its_words_and_is_transcrib
         .filter(|l| l.contains("/audio/transcriptions"))
         .count();
     assert_eq!(transcriptions, 1);
+
+    // Redacted, its words go too.
+    let store = env.store().await;
+    let (room_id, event_id) = (crate::support::room_id(&room), ruma::OwnedEventId::try_from(voice_id).expect("id"));
+    let kept = store.transcripts(&room_id, &[&event_id]).await.expect("transcripts");
+    assert_eq!(kept.len(), 1, "kept until then");
+    let path = format!("/_matrix/client/v3/rooms/{}/redact/{}/regret", enc(&room), enc(event_id.as_str()));
+    let (status, _) = env.alice.call(reqwest::Method::PUT, &path, Some(json!({}))).await;
+    assert_eq!(status, 200);
+    crate::support::eventually("the words go with the redaction", Duration::from_secs(60), || async {
+        store.transcripts(&room_id, &[&event_id]).await.expect("transcripts").is_empty().then_some(())
+    })
+    .await;
+}
+
+/// A config whose homeserver and LLM are nowhere, with `audio` appended.
+fn check_config(dir: &std::path::Path, audio: &str) -> richbot::config::Settings {
+    read_config(dir, audio).expect("valid")
+}
+
+fn read_config(dir: &std::path::Path, audio: &str) -> Result<richbot::config::Settings, richbot::config::Error> {
+    std::fs::write(
+        dir.join("registration.yaml"),
+        "id: richbot\nurl: \"http://127.0.0.1:9009\"\nas_token: as_token_long_enough_to_be_real\nhs_token: hs_token_long_enough_to_be_real\n\
+         sender_localpart: richbot\nnamespaces:\n  users: [{exclusive: true, regex: '@richbot_.*:localhost'}]\n",
+    )
+    .expect("registration");
+    let text = format!(
+        "[homeserver]\nurl = \"http://127.0.0.1:9\"\nserver_name = \"localhost\"\n[appservice]\nregistration = \"registration.yaml\"\n\
+         listen = \"127.0.0.1:9009\"\n[database]\nurl = \"sqlite://richbot.db\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n{audio}"
+    );
+    let path = dir.join("richbot.toml");
+    richbot::config::from_str(&text, &path, dir, std::iter::empty())
+}
+
+#[test]
+fn the_audio_sections_keys_fall_back_to_the_llm_key_only_on_its_url_and_mistakes_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("tts.key"), "tts-secret\n").expect("key file");
+    let settings = check_config(
+        dir.path(),
+        "api_key = \"llm-secret\"\n[transcription]\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         [speech]\nbase_url = \"http://127.0.0.1:8/v1\"\napi_key_file = \"tts.key\"\n",
+    );
+    assert_eq!(settings.audio_keys.transcription.as_deref(), Some("llm-secret"), "[llm]'s URL: its key");
+    assert_eq!(settings.audio_keys.speech.as_deref(), Some("tts-secret"), "its own file, trimmed");
+    assert!(!format!("{settings:?}").contains("secret"), "Debug leaves the keys out");
+    let other =
+        check_config(dir.path(), "api_key = \"llm-secret\"\n[transcription]\nbase_url = \"http://127.0.0.1:7/v1\"\n");
+    assert_eq!(other.audio_keys.transcription, None, "[llm]'s key is never sent elsewhere");
+
+    let wrong = read_config(
+        dir.path(),
+        "[transcription]\nbase_url = \"ftp://x/v1\"\nmax_seconds = 0\nmax_bytes = 10\ntimeout_secs = 0\n\
+         [speech]\nbase_url = \"http://x/v2\"\nformat = \"mp3\"\n",
+    );
+    let Err(richbot::config::Error::Invalid(problems)) = wrong else { panic!("invalid") };
+    let keys: Vec<&str> = problems.iter().filter_map(|p| p.split(':').next()).collect();
+    assert_eq!(
+        keys,
+        [
+            "transcription.base_url",
+            "transcription.max_seconds",
+            "transcription.max_bytes",
+            "transcription.timeout_secs",
+            "speech.base_url",
+            "speech.format"
+        ],
+        "{problems:#?}"
+    );
+}
+
+#[tokio::test]
+async fn check_says_whether_the_audio_endpoints_answer_and_with_model_hears_its_built_in_clip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = SpeechServer::start(&dir.path().join("speech.log")).await;
+    let refusing = crate::support::speech::Refusing::start(401).await;
+    let audio = format!(
+        "[transcription]\nbase_url = \"{}\"\n[speech]\nbase_url = \"{}\"\n",
+        server.base_url, refusing.base_url
+    );
+    let settings = check_config(dir.path(), &audio);
+    let line = |lines: &[richbot::check::Line], name: &str| {
+        lines.iter().find(|l| l.name == name).unwrap_or_else(|| panic!("a {name} line: {lines:#?}")).to_string()
+    };
+    let lines = richbot::check::run(&settings, false).await;
+    assert_eq!(
+        line(&lines, "transcription"),
+        format!("ok   transcription: {}/audio/transcriptions answers (HTTP 400 to an empty request)", server.base_url)
+    );
+    let speech = line(&lines, "speech");
+    assert!(speech.starts_with("FAIL speech: ") && speech.contains("HTTP 401"), "{speech}");
+
+    let lines = richbot::check::run(&settings, true).await;
+    let heard = line(&lines, "transcription");
+    let said = format!("ok   transcription: heard the built-in clip as \"{}\" in ", richbot::check::CLIP_WORDS);
+    assert!(heard.starts_with(&said), "{heard}");
+
+    let none = richbot::check::run(&check_config(dir.path(), ""), false).await;
+    assert!(none.iter().all(|l| l.name != "transcription" && l.name != "speech"), "no line for what is not set");
 }
