@@ -23,3 +23,24 @@ link_to_cache() {
   ln -sfn "$target" "$link.new.$$"
   mv -T "$link.new.$$" "$link"
 }
+
+# `enter_install_dir LINK KEY`: the folder an install script fills, held for the rest of
+# the script. Takes the lock beside LINK (fd 8), sets DIR to the cache's folder for KEY
+# (LINK then links to it) or to LINK itself when there is no cache, creates it and takes
+# its own lock (fd 9), so concurrent installers (several clones, several test binaries)
+# wait for the first.
+enter_install_dir() {
+  local link="$1" key="$2" cache
+  mkdir -p "$(dirname "$link")"
+  exec 8>"$link.install.lock"
+  flock 8
+  DIR="$link"
+  cache="$(cached_dir "$key")"
+  if [ -n "$cache" ]; then
+    DIR="$cache"
+    link_to_cache "$link" "$DIR"
+  fi
+  mkdir -p "$DIR"
+  exec 9>"$DIR/.install.lock"
+  flock 9
+}

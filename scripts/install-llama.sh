@@ -29,19 +29,8 @@ PYTHON="${PYTHON:-python3}"
 # The install lives in the test tools' cache (cache.sh), keyed by the pinned versions and
 # this CPU's features (the CPU backend is built for them), and LINK points to it: a fresh
 # clone on this machine reuses it instead of building again.
-mkdir -p "$(dirname "$LINK")"
-exec 8>"$LINK.install.lock"
-flock 8
-DIR="$LINK"
 cpu="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-12)"
-cache="$(cached_dir "llama/$SERVER_VERSION-$MODEL_VERSION-$SOURCE_VERSION-$cpu")"
-if [ -n "$cache" ]; then
-  DIR="$cache"
-  link_to_cache "$LINK" "$DIR"
-fi
-mkdir -p "$DIR"
-exec 9>"$DIR/.install.lock"
-flock 9
+enter_install_dir "$LINK" "llama/$SERVER_VERSION-$MODEL_VERSION-$SOURCE_VERSION-$cpu"
 
 VENV="$DIR/venv"
 MODEL="$DIR/gemma-3-270m.gguf"

@@ -19,25 +19,13 @@ WHISPER_VERSION=1.2.1
 MODEL_VERSION=1.0.0
 PYTHON="${PYTHON:-python3}"
 
-mkdir -p "$(dirname "$LINK")"
-exec 8>"$LINK.install.lock"
-flock 8
+py="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+enter_install_dir "$LINK" "speech/$WHISPER_VERSION-$MODEL_VERSION-py$py"
 if ! command -v espeak-ng >/dev/null || ! command -v opusenc >/dev/null; then
   echo "install-speech: installing espeak-ng and opus-tools (apt)" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     espeak-ng opus-tools >/dev/null
 fi
-
-DIR="$LINK"
-py="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-cache="$(cached_dir "speech/$WHISPER_VERSION-$MODEL_VERSION-py$py")"
-if [ -n "$cache" ]; then
-  DIR="$cache"
-  link_to_cache "$LINK" "$DIR"
-fi
-mkdir -p "$DIR"
-exec 9>"$DIR/.install.lock"
-flock 9
 
 VENV="$DIR/venv"
 MODEL="$DIR/whisper-base"
