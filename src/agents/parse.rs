@@ -13,13 +13,9 @@ use crate::tools::{MAX_FALLBACK, RICH_EDIT, RICH_SEND, RichCall, RoomTarget, pla
 pub type Keyed<T> = (T, Option<String>);
 
 /// `send` (MCP: text only) or `/v1/send` (`rich`: a payload too).
-pub fn send(args: &Value, rich: bool) -> Result<Keyed<SendRequest>, Failure> {
-    let allowed: &[&str] = if rich {
-        &["channel", "kind", "to", "body", "payload", "fallback", "reply_to", "thread", "idempotency_key"]
-    } else {
-        &["channel", "kind", "to", "body", "idempotency_key"]
-    };
-    let args = object(args, allowed)?;
+/// Where a host-channel call goes: `channel` (`matrix`, or unset), `kind` (`direct`: `to`
+/// is a user; `channel`: a room) and `to`.
+pub(super) fn destination(args: &Map<String, Value>) -> Result<(bool, String), Failure> {
     match args.get("channel") {
         None | Some(Value::Null) => {}
         Some(Value::String(c)) if c == "matrix" => {}
@@ -35,6 +31,17 @@ pub fn send(args: &Value, rich: bool) -> Result<Keyed<SendRequest>, Failure> {
     let to = string(args, "to")?.ok_or_else(|| {
         Failure::invalid("to", "missing \"to\": a room id or alias for a channel, a user id for a direct message")
     })?;
+    Ok((direct, to))
+}
+
+pub fn send(args: &Value, rich: bool) -> Result<Keyed<SendRequest>, Failure> {
+    let allowed: &[&str] = if rich {
+        &["channel", "kind", "to", "body", "payload", "fallback", "reply_to", "thread", "idempotency_key"]
+    } else {
+        &["channel", "kind", "to", "body", "idempotency_key"]
+    };
+    let args = object(args, allowed)?;
+    let (direct, to) = destination(args)?;
     let key = string(args, "idempotency_key")?;
     let (content, reply_to, thread) = match args.get("payload") {
         Some(payload) if !payload.is_null() => {

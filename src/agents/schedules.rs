@@ -36,19 +36,7 @@ impl Channel {
                  model, which this channel never does",
             ));
         }
-        match map.get("channel") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(c)) if c == "matrix" => {}
-            Some(_) => return Err(Failure::invalid("channel", "channel must be \"matrix\"")),
-        }
-        let direct = match map.get("kind").and_then(Value::as_str) {
-            Some("direct") => true,
-            Some("channel") => false,
-            _ => {
-                return Err(Failure::invalid("kind", "kind must be \"direct\" (to a user) or \"channel\" (to a room)"));
-            }
-        };
-        let to = parse::string(map, "to")?.ok_or_else(|| Failure::invalid("to", "missing \"to\""))?;
+        let (direct, to) = parse::destination(map)?;
         let key = parse::string(map, "idempotency_key")?;
         let when_what: Map<String, Value> = map
             .iter()

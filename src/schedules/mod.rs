@@ -100,6 +100,14 @@ pub fn when_of(row: &crate::store::ScheduleRow) -> Option<When> {
     }
 }
 
+/// A stored schedule's times and the zone they are told in (its rule's, else the one it
+/// was made in, else UTC).
+fn when_in_zone(row: &crate::store::ScheduleRow) -> (Option<When>, chrono_tz::Tz) {
+    let when = when_of(row);
+    let tz = when.as_ref().and_then(When::zone).or_else(|| when::zone(&row.tz).ok()).unwrap_or(chrono_tz::UTC);
+    (when, tz)
+}
+
 /// A stored schedule's body, read back.
 pub fn body_of(row: &crate::store::ScheduleRow) -> Option<Body> {
     Body::from_value(&serde_json::from_str(&row.body).ok()?)
@@ -108,8 +116,7 @@ pub fn body_of(row: &crate::store::ScheduleRow) -> Option<Body> {
 /// A schedule as the model and the agents' channel see it: its id, what and where, its
 /// rule or time, and its next `n` times in its zone (RFC 3339 with the offset).
 pub fn describe(row: &crate::store::ScheduleRow, now: i64, n: usize) -> Value {
-    let when = when_of(row);
-    let tz = when.as_ref().and_then(When::zone).or_else(|| when::zone(&row.tz).ok()).unwrap_or(chrono_tz::UTC);
+    let (when, tz) = when_in_zone(row);
     let next: Vec<String> =
         when.map(|w| w.after(now - 1, n)).unwrap_or_default().into_iter().map(|t| when::rfc3339_in(t, tz)).collect();
     let body = body_of(row);
@@ -136,8 +143,7 @@ pub fn describe(row: &crate::store::ScheduleRow, now: i64, n: usize) -> Value {
 /// A schedule in one line for members: `#12 "Stand-up" every FREQ=DAILY;BYHOUR=9 (Europe/Lisbon),
 /// next Mon 7 Dec 2026, 09:00: post "Stand-up time!"`.
 pub fn line(row: &crate::store::ScheduleRow, now: i64) -> String {
-    let when = when_of(row);
-    let tz = when.as_ref().and_then(When::zone).or_else(|| when::zone(&row.tz).ok()).unwrap_or(chrono_tz::UTC);
+    let (when, tz) = when_in_zone(row);
     let next = when.as_ref().and_then(|w| w.next_after(now - 1)).map(|t| when::spoken(t, tz));
     let title = row.title.as_ref().map(|t| format!(" \"{t}\"")).unwrap_or_default();
     let how = match &row.rrule {
