@@ -3,7 +3,8 @@
 //! that would start a turn alone waits `bot.coalesce_ms` (from its arrival) for their
 //! next words: what arrives in that window is one turn with them, so the model sees the
 //! picture beside the question. A picture alone still gets its turn when the window has
-//! passed: the room is stepped again then.
+//! passed: the room is stepped again then. A voice message is a question whole, and
+//! never waits.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -92,6 +93,8 @@ mod tests {
         let words = event(2, json!({"msgtype": "m.text", "body": "what is this?"}), 11_000);
         assert!(!coalesce.waits(room, [&picture, &words], 11_000), "its words came: one turn now");
         assert!(!coalesce.waits(room, [&picture], 13_000), "the window has passed: the picture alone");
+        let voice = event(3, json!({"msgtype": "m.audio", "body": "Voice message.ogg", "url": "mxc://x/v"}), 10_000);
+        assert!(!coalesce.waits(room, [&voice], 11_000), "a voice message is its own question: no wait");
         assert!(coalesce.waits(room, [&picture], 11_000), "within the window it waits");
         assert!(queue.take(1, |_| true).is_empty(), "not stepped before the window ends");
         tokio::time::sleep(std::time::Duration::from_millis(2_001)).await;

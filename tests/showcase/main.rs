@@ -4,7 +4,10 @@
 //! the scripted model; logs nheko (Debian's package, under Xvfb) in as Alice; then asks
 //! for one message of each block type (the examples of `tests/golden/blocks.json`, each
 //! with a one-sentence fallback, pictures and files given as `data:` URLs, and a poll) in
-//! a clear DM and then in an encrypted one, screenshotting nheko after each answer.
+//! a clear DM and then in an encrypted one, screenshotting nheko after each answer. Then
+//! (unless `SHOWCASE_ONLY` leaves out `voice`) Alice asks by voice message, and the
+//! persona, with `voice_replies`, answers in text and aloud (real speech: Whisper base
+//! and espeak-ng behind the OpenAI audio API, as the tests run them).
 //!
 //! Run it with `scripts/screenshots.sh [OUT]` (which installs nheko and what it needs);
 //! the PNGs land in OUT (default `target/screenshots`). `cargo test` does not build or
@@ -22,6 +25,24 @@ use std::time::Duration;
 use support::llm::{Step, text};
 use support::{BOT, Env, eventually};
 
+/// What the persona answers a voice message (espeak-ng says its last words clearly).
+const VOICE_ANSWER: &str = "The weather in Lisbon is sunny and warm today.";
+
+/// An Element-style voice message's content (with `url` in a clear room; the rest is
+/// what the E2EE client adds to its encrypted one).
+fn voice_message(url: Option<&str>, size: usize) -> serde_json::Value {
+    let mut content = serde_json::json!({
+        "info": {"mimetype": "audio/ogg", "size": size, "duration": 2900},
+        "org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {"duration": 2900},
+    });
+    if let Some(url) = url {
+        content["msgtype"] = "m.audio".into();
+        content["body"] = "Voice message.ogg".into();
+        content["url"] = url.into();
+    }
+    content
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let out = PathBuf::from(std::env::var("SHOWCASE_OUT").unwrap_or_else(|_| "target/screenshots".into()));
@@ -32,8 +53,22 @@ async fn main() {
         samples::all().into_iter().filter(|(kind, _)| only.as_ref().is_none_or(|o| o.contains(kind))).collect();
     // Some twenty-five questions a minute from one member: more than a room is answered
     // by default before the persona pauses it as a loop.
-    let extra_toml = "[limits]\nturns_per_room_per_minute = 100\nturns_per_user_per_minute = 100\n".to_owned();
-    let env = Env::start_with(support::Options { extra_toml, ..Default::default() }).await;
+    let mut extra_toml = "[limits]\nturns_per_room_per_minute = 100\nturns_per_user_per_minute = 100\n".to_owned();
+    let voice = only.as_ref().is_none_or(|o| o.iter().any(|k| k == "voice"));
+    let speech = match voice {
+        true => Some(support::speech::SpeechServer::start(&out.join("speech.log")).await),
+        false => None,
+    };
+    let mut options = support::Options::default();
+    if let Some(speech) = &speech {
+        extra_toml.push_str(&format!(
+            "[transcription]\nbase_url = \"{0}\"\n[speech]\nbase_url = \"{0}\"\n\
+             [[personas]]\nlocalpart = \"richbot\"\ndisplay_name = \"Richbot\"\nvoice_replies = true\n",
+            speech.base_url
+        ));
+        options.personas = vec![("rb_helper", "Helper")];
+    }
+    let env = Env::start_with(support::Options { extra_toml, ..options }).await;
     let answers = samples.clone();
     env.llm.respond_with(move |request| {
         let messages = request["messages"].as_array().cloned().unwrap_or_default();
@@ -42,6 +77,9 @@ async fn main() {
             return text("[no reply]");
         }
         let said = last["content"].as_str().unwrap_or_default();
+        if said.contains("[voice message, ") {
+            return text(VOICE_ANSWER);
+        }
         answers
             .iter()
             .find(|(kind, _)| said.ends_with(&format!("show {kind}")))
@@ -60,6 +98,14 @@ async fn main() {
         env.wait_turns(&room, n + 1).await;
         client.settle().await;
         client.shot(&format!("clear-{:02}-{kind}", n + 1));
+    }
+    let clip = voice.then(|| support::speech::spoken("What is the weather in Lisbon right now?", env.dir.path()));
+    if let Some(clip) = &clip {
+        let url = env.alice.upload(clip.clone(), "audio/ogg", "Voice message.ogg").await;
+        env.alice.send(&room, "m.room.message", voice_message(Some(&url), clip.len())).await;
+        env.wait_turns(&room, samples.len() + 1).await;
+        client.settle().await;
+        client.shot("clear-voice");
     }
 
     // The same in an encrypted DM, made by Alice's other (E2EE) client while nheko is
@@ -81,6 +127,21 @@ async fn main() {
         env.wait_turns(&secret, n + 1).await;
         client.settle().await;
         client.shot(&format!("encrypted-{:02}-{kind}", n + 1));
+    }
+    if let Some(clip) = &clip {
+        let extra = voice_message(None, clip.len());
+        alice
+            .send_file_with(
+                &secret,
+                "m.audio",
+                (clip.as_slice(), "audio/ogg", "Voice message.ogg"),
+                "Voice message.ogg",
+                extra,
+            )
+            .await;
+        env.wait_turns(&secret, samples.len() + 1).await;
+        client.settle().await;
+        client.shot("encrypted-voice");
     }
     alice.stop().await;
     client.stop();
