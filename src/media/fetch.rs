@@ -51,21 +51,16 @@ impl Media {
                 return Part::Unread(why);
             }
         };
-        match kind {
-            Kind::File | Kind::Audio => {
-                read_text(&bytes).map_or_else(|| Part::Unread("not UTF-8 text".into()), Part::Text)
+        if kind != Kind::Image {
+            return read_text(&bytes).map_or_else(|| Part::Unread("not UTF-8 text".into()), Part::Text);
+        }
+        let scaled = tokio::task::spawn_blocking(move || scale(&bytes, limits.max_image_px, limits.max_image_bytes));
+        match scaled.await.map_err(|e| e.to_string()).and_then(|r| r) {
+            Ok((jpeg, width, height)) => {
+                let data = base64::engine::general_purpose::STANDARD.encode(jpeg);
+                Part::Image { data_url: format!("data:image/jpeg;base64,{data}"), width, height }
             }
-            Kind::Image => {
-                let scaled =
-                    tokio::task::spawn_blocking(move || scale(&bytes, limits.max_image_px, limits.max_image_bytes));
-                match scaled.await.map_err(|e| e.to_string()).and_then(|r| r) {
-                    Ok((jpeg, width, height)) => {
-                        let data = base64::engine::general_purpose::STANDARD.encode(jpeg);
-                        Part::Image { data_url: format!("data:image/jpeg;base64,{data}"), width, height }
-                    }
-                    Err(why) => Part::Unread(why),
-                }
-            }
+            Err(why) => Part::Unread(why),
         }
     }
 

@@ -119,27 +119,34 @@ impl Endpoint {
                     .body(body)
             }
         };
-        match self.send(request).await {
-            Ok(response) => Ok(response.status().as_u16()),
-            Err(Error::Failed(why)) if why.contains("HTTP 400") || why.contains("HTTP 422") => {
-                Ok(if why.contains("400") { 400 } else { 422 })
-            }
-            Err(e) => Err(e),
+        let response = self.respond(request).await?;
+        match response.status().as_u16() {
+            refused @ (400 | 422) => Ok(refused),
+            _ => Ok(Self::accepted(response).await?.status().as_u16()),
         }
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
+        Self::accepted(self.respond(request).await?).await
+    }
+
+    /// The endpoint's response, whatever its status: `Failed` only when there is none.
+    async fn respond(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
         let request = match &self.key {
             Some(key) => request.bearer_auth(key),
             None => request,
         };
-        let response = request.send().await.map_err(|e| {
+        request.send().await.map_err(|e| {
             Error::Failed(if e.is_timeout() {
                 "it did not answer in time".into()
             } else {
                 format!("it could not be reached: {e}")
             })
-        })?;
+        })
+    }
+
+    /// `response` if it succeeded; 401, 403 and 404 are misconfiguration.
+    async fn accepted(response: reqwest::Response) -> Result<reqwest::Response, Error> {
         let status = response.status().as_u16();
         match status {
             200..=299 => Ok(response),

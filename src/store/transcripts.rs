@@ -63,15 +63,20 @@ impl Store {
         events: &[&EventId],
     ) -> Result<HashMap<OwnedEventId, (String, u64)>> {
         let mut found = HashMap::new();
-        for event in events {
-            let row = sqlx::query("SELECT text, seconds FROM transcripts WHERE room_id = $1 AND event_id = $2")
-                .bind(room.as_str())
-                .bind(event.as_str())
-                .fetch_optional(&self.pool)
+        for chunk in events.chunks(super::LIST_CHUNK) {
+            let sql = format!(
+                "SELECT event_id, text, seconds FROM transcripts WHERE room_id = $1 AND event_id IN ({})",
+                super::list(2, chunk.len())
+            );
+            let rows = chunk
+                .iter()
+                .fold(sqlx::query(&self.many_params(&sql)).bind(room.as_str()), |q, e| q.bind(e.as_str()))
+                .fetch_all(&self.pool)
                 .await?;
-            if let Some(row) = row {
-                let seconds: i64 = row.try_get("seconds")?;
-                found.insert((*event).to_owned(), (row.try_get("text")?, u64::try_from(seconds).unwrap_or(0)));
+            for row in rows {
+                let (event, seconds): (String, i64) = (row.try_get("event_id")?, row.try_get("seconds")?);
+                let Ok(event) = OwnedEventId::try_from(event) else { continue };
+                found.insert(event, (row.try_get("text")?, u64::try_from(seconds).unwrap_or(0)));
             }
         }
         Ok(found)

@@ -104,9 +104,12 @@ impl Turns {
                 return Ok(Heard::refused(format!("it could not be fetched ({why})"), told));
             }
         };
-        // What the stream holds, not what the sender said: an understated length is caught.
+        // What the stream holds, not what the sender said: an understated length is caught
+        // (the fetch was capped at `max_bytes`, so only the length is asked again).
         let held_ms = speech::shape(&bytes).duration_ms.unwrap_or(0).max(stated_ms);
-        if let Some(refused) = self.refuse(listening, &scope.asker, (held_ms, bytes.len() as u64)).await? {
+        if held_ms.div_ceil(1000) > stated_ms.div_ceil(1000)
+            && let Some(refused) = self.refuse(listening, &scope.asker, (held_ms, 0)).await?
+        {
             return Ok(refused);
         }
         let seconds = held_ms.div_ceil(1000).max(1);

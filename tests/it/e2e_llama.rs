@@ -14,6 +14,10 @@ use serde_json::Value;
 use crate::support::llama::{LlamaServer, MODEL, Template};
 use crate::support::{BOT, Env, Options, eventually, room_id};
 
+/// How a turn ends when this base model repeats its call after it was posted: the member
+/// has the answer, and the repeats were not run (`agent::guard`).
+const REPEATED: &str = "unfinished: the model made the same rich_send call 3 times";
+
 async fn env(stream: bool) -> (LlamaServer, Env) {
     let llama = LlamaServer::start().await;
     let llm = Some((llama.base_url.clone(), MODEL.to_owned(), LlamaServer::llm_toml(stream)));
@@ -56,7 +60,7 @@ async fn streamed_a_dm_question_is_answered_as_a_rich_weather_message_and_so_is_
     // prompt's event ids, so only that it answers, about Rome, and nothing is left live.
     env.alice.say(&room, "Show the weather in Rome as a rich message.").await;
     let (outcomes, both) = answers(&env, &room, 2).await;
-    assert!(["answered", "no_reply"].contains(&outcomes[1].as_str()), "{outcomes:?}");
+    assert!(["answered", "no_reply", REPEATED].contains(&outcomes[1].as_str()), "{outcomes:?}");
     let latest = |m: &Value| m["content"].get("m.new_content").unwrap_or(&m["content"]).clone();
     let last = latest(both.last().expect("the follow-up's answer"));
     assert!(last["body"].as_str().is_some_and(|b| b.contains("Rome")), "{both:#?}");
@@ -73,13 +77,17 @@ async fn streamed_a_dm_question_is_answered_as_a_rich_weather_message_and_so_is_
     assert!(line.starts_with(&format!("ok   model {MODEL}: rich_send call valid (")), "{stdout}");
 }
 
+/// The model ends its turn with `[no reply]` after its call, or (one run in fifteen here:
+/// it depends on the event ids and the time in the prompt) makes the same call again until
+/// richbot ends the turn with what it has (`REPEATED`): the call is posted once either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unstreamed_a_dm_question_is_answered_as_a_rich_weather_message() {
     let (llama, env) = env(false).await;
     let room = env.dm().await;
     env.alice.say(&room, "What's the weather in Paris?").await;
     let (outcomes, said) = answers(&env, &room, 1).await;
-    assert_eq!((outcomes.as_slice(), said.len()), (["no_reply".to_owned()].as_slice(), 1), "{said:#?}");
+    assert!(["no_reply", REPEATED].contains(&outcomes[0].as_str()), "{outcomes:?} ({})", llama.log.display());
+    assert_eq!(said.len(), 1, "{said:#?}");
     assert_weather(&said[0], &llama);
 }
 
