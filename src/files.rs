@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// A file that could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +74,14 @@ pub struct Lock {
     _file: std::fs::File,
 }
 
+/// How long a lock that names this very process as its holder is asked again. One this
+/// process dropped a moment ago is still held while a child it is spawning (any thread's)
+/// is between its fork and its exec: a `flock` lock belongs to the open file, which the
+/// child's copy of the descriptor shares until the exec closes it. Only a process that
+/// runs richbot twice (the tests, restarting it in-process) meets this; another process's
+/// lock is refused at once.
+const OWN_LOCK_WAIT: Duration = Duration::from_secs(5);
+
 /// Takes the lock file at `path` (created 0600 if missing) and writes this process's id
 /// into it, or names the process that holds it.
 pub fn lock(path: &Path) -> Result<Lock, LockError> {
@@ -86,16 +95,23 @@ pub fn lock(path: &Path) -> Result<Lock, LockError> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(path).map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(path).unwrap_or_default().trim().to_owned();
-            return Err(LockError::Held {
-                path: shown,
-                holder: if holder.is_empty() { "unknown".into() } else { holder },
-            });
+    let deadline = Instant::now() + OWN_LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(path).unwrap_or_default().trim().to_owned();
+                if holder == std::process::id().to_string() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                return Err(LockError::Held {
+                    path: shown,
+                    holder: if holder.is_empty() { "unknown".into() } else { holder },
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
     }
     file.set_len(0).map_err(io)?;
     file.write_all(std::process::id().to_string().as_bytes()).map_err(io)?;
@@ -132,6 +148,22 @@ mod tests {
         }
         drop(first);
         lock(&path).expect("free again once dropped");
+    }
+
+    #[test]
+    fn a_lock_this_process_dropped_is_waited_for_while_a_spawning_childs_copy_holds_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db.lock");
+        let first = lock(&path).expect("first");
+        // The copy of the descriptor a child holds between its fork and its exec.
+        let copy = first._file.try_clone().expect("dup");
+        drop(first);
+        let exec = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(copy);
+        });
+        lock(&path).expect("taken once the copy is closed");
+        exec.join().expect("the copy closed");
     }
 
     #[cfg(unix)]
