@@ -12,7 +12,6 @@ use crate::tools::{MAX_FALLBACK, RICH_EDIT, RICH_SEND, RichCall, RoomTarget, pla
 /// A request and its idempotency key.
 pub type Keyed<T> = (T, Option<String>);
 
-/// `send` (MCP: text only) or `/v1/send` (`rich`: a payload too).
 /// Where a host-channel call goes: `channel` (`matrix`, or unset), `kind` (`direct`: `to`
 /// is a user; `channel`: a room) and `to`.
 pub(super) fn destination(args: &Map<String, Value>) -> Result<(bool, String), Failure> {
@@ -34,6 +33,7 @@ pub(super) fn destination(args: &Map<String, Value>) -> Result<(bool, String), F
     Ok((direct, to))
 }
 
+/// `send` (MCP: text only) or `/v1/send` (`rich`: a payload too).
 pub fn send(args: &Value, rich: bool) -> Result<Keyed<SendRequest>, Failure> {
     let allowed: &[&str] = if rich {
         &["channel", "kind", "to", "body", "payload", "fallback", "reply_to", "thread", "idempotency_key"]

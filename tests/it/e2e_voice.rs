@@ -14,26 +14,14 @@ use richbot::speech::Endpoint;
 use richbot::strings;
 
 use crate::support::llm::text;
-use crate::support::speech::{Refusing, SpeechServer, requests_to, spoken};
-use crate::support::{BOT, Env, Options, User, notices};
+use crate::support::speech::{Refusing, SpeechServer, requests_to, send_voice, spoken, voice_content};
+use crate::support::{BOT, Env, Options, notices};
 
 const QUESTION: &str = "What is the weather in Lisbon right now?";
 const LONG: &str = "What is the weather in Lisbon right now, and what will it be tomorrow morning, \
                     and on Saturday and Sunday, and is it going to rain next week?";
 const ANSWER: &str = "The weather in Lisbon is sunny and warm today.";
 const TRANSCRIPTIONS: &str = "/v1/audio/transcriptions";
-
-/// An Element-style voice message of `audio` (Ogg Opus) that says it lasts `ms`.
-async fn send_voice(user: &User, room: &str, audio: Vec<u8>, ms: u64) -> String {
-    let size = audio.len();
-    let url = user.upload(audio, "audio/ogg", "Voice message.ogg").await;
-    let content = json!({
-        "msgtype": "m.audio", "body": "Voice message.ogg", "url": url,
-        "info": {"mimetype": "audio/ogg", "size": size, "duration": ms},
-        "org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {"duration": ms},
-    });
-    user.send(room, "m.room.message", content).await
-}
 
 /// What the model was last told in its `n`th request.
 fn asked(env: &Env, n: usize) -> String {
@@ -197,7 +185,7 @@ async fn a_persona_with_voice_replies_answers_a_spoken_question_aloud_in_clear_a
     // encrypted, its key in the encrypted message.
     crate::e2e_encrypted::devices_ready(&env).await;
     let (mut alice, secret_room) = crate::e2e_encrypted::encrypted_dm(&env).await;
-    let extra = json!({"info": {"duration": 2_900}, "org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {"duration": 2_900}});
+    let extra = voice_content(None, clip.len(), 2_900);
     let file = (clip.as_slice(), "audio/ogg", "Voice message.ogg");
     alice.send_file_with(&secret_room, "m.audio", file, "Voice message.ogg", extra).await;
     let events = alice.wait_messages(&secret_room, BOT, 2).await;

@@ -11,7 +11,7 @@ use richbot::speech::{Endpoint, Error};
 use serde_json::json;
 
 use crate::support::llm::text;
-use crate::support::speech::{SpeechServer, spoken};
+use crate::support::speech::{SpeechServer, send_voice, spoken};
 use crate::support::{BOT, Env, Options, enc};
 
 #[tokio::test]
@@ -50,14 +50,7 @@ async fn a_voice_message_in_a_dm_reaches_the_model_as_its_words_and_is_transcrib
     let room = env.dm().await;
     env.llm.respond_with(|_| text("It is sunny in Lisbon."));
     let audio = spoken("What is the weather in Lisbon right now?", dir.path());
-    let size = audio.len();
-    let url = env.alice.upload(audio, "audio/ogg", "Voice message.ogg").await;
-    let voice = json!({
-        "msgtype": "m.audio", "body": "Voice message.ogg", "url": url,
-        "info": {"mimetype": "audio/ogg", "size": size, "duration": 2125},
-        "org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {"duration": 2125},
-    });
-    let voice_id = env.alice.send(&room, "m.room.message", voice).await;
+    let voice_id = send_voice(&env.alice, &room, audio, 2125).await;
     env.wait_messages(&room, BOT, 1).await;
     let asked = env.llm.requests()[0]["messages"].as_array().and_then(|m| m.last()).cloned().expect("a question");
     let said = asked["content"].as_str().expect("text");

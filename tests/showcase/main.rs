@@ -28,21 +28,6 @@ use support::{BOT, Env, eventually};
 /// What the persona answers a voice message (espeak-ng says its last words clearly).
 const VOICE_ANSWER: &str = "The weather in Lisbon is sunny and warm today.";
 
-/// An Element-style voice message's content (with `url` in a clear room; the rest is
-/// what the E2EE client adds to its encrypted one).
-fn voice_message(url: Option<&str>, size: usize) -> serde_json::Value {
-    let mut content = serde_json::json!({
-        "info": {"mimetype": "audio/ogg", "size": size, "duration": 2900},
-        "org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {"duration": 2900},
-    });
-    if let Some(url) = url {
-        content["msgtype"] = "m.audio".into();
-        content["body"] = "Voice message.ogg".into();
-        content["url"] = url.into();
-    }
-    content
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let out = PathBuf::from(std::env::var("SHOWCASE_OUT").unwrap_or_else(|_| "target/screenshots".into()));
@@ -102,7 +87,7 @@ async fn main() {
     let clip = voice.then(|| support::speech::spoken("What is the weather in Lisbon right now?", env.dir.path()));
     if let Some(clip) = &clip {
         let url = env.alice.upload(clip.clone(), "audio/ogg", "Voice message.ogg").await;
-        env.alice.send(&room, "m.room.message", voice_message(Some(&url), clip.len())).await;
+        env.alice.send(&room, "m.room.message", support::speech::voice_content(Some(&url), clip.len(), 2900)).await;
         env.wait_turns(&room, samples.len() + 1).await;
         client.settle().await;
         client.shot("clear-voice");
@@ -129,7 +114,7 @@ async fn main() {
         client.shot(&format!("encrypted-{:02}-{kind}", n + 1));
     }
     if let Some(clip) = &clip {
-        let extra = voice_message(None, clip.len());
+        let extra = support::speech::voice_content(None, clip.len(), 2900);
         alice
             .send_file_with(
                 &secret,

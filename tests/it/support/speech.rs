@@ -8,6 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use serde_json::{Value, json};
+
+use super::User;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -20,6 +24,30 @@ pub fn install() {
             Command::new("bash").arg(root().join("scripts/install-speech.sh")).status().expect("install-speech.sh");
         assert!(status.success(), "installing the speech tools failed");
     });
+}
+
+/// An Element-style voice message's content: Ogg Opus of `size` bytes that says it lasts
+/// `ms`, at `url` in a clear room (without one, what an E2EE client adds to the encrypted
+/// message it makes).
+pub fn voice_content(url: Option<&str>, size: usize, ms: u64) -> Value {
+    let mut content = json!({
+        "info": {"mimetype": "audio/ogg", "size": size, "duration": ms},
+        "org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {"duration": ms},
+    });
+    if let Some(url) = url {
+        content["msgtype"] = "m.audio".into();
+        content["body"] = "Voice message.ogg".into();
+        content["url"] = url.into();
+    }
+    content
+}
+
+/// `audio` uploaded by `user` and sent to `room` as a voice message that says it lasts
+/// `ms`; its event id.
+pub async fn send_voice(user: &User, room: &str, audio: Vec<u8>, ms: u64) -> String {
+    let size = audio.len();
+    let url = user.upload(audio, "audio/ogg", "Voice message.ogg").await;
+    user.send(room, "m.room.message", voice_content(Some(&url), size, ms)).await
 }
 
 /// `text` spoken by espeak-ng, as Ogg Opus bytes (made in `dir`).
