@@ -239,6 +239,8 @@ async fn a_client_edits_only_its_own_messages_at_the_pace_and_within_its_writes_
     assert_eq!((status, body["code"].as_str()), (403, Some("not_owner")), "{body}");
 
     // Two quick edits land in turn, at least 2.5 s apart; a rich one keeps its blocks.
+    // Which lands first is the server's to decide: sent 100 ms apart, the second request
+    // may overtake the first on a loaded machine.
     let rich = json!({"message_id": message_id, "payload": weather("Porto"), "fallback": "deploy: done (Porto 21 °C)"});
     let (a, b) =
         tokio::join!(post(&url, "/v1/edit", CI, json!({"message_id": message_id, "body": "deploy: running"})), async {
@@ -254,13 +256,16 @@ async fn a_client_edits_only_its_own_messages_at_the_pace_and_within_its_writes_
         (edits.len() == 2).then_some(edits)
     })
     .await;
-    let ts: Vec<i64> = edits.iter().map(|m| m["origin_server_ts"].as_i64().expect("ts")).collect();
+    let mut ts: Vec<i64> = edits.iter().map(|m| m["origin_server_ts"].as_i64().expect("ts")).collect();
+    ts.sort_unstable();
     assert!(ts[1] - ts[0] >= 2_450, "edits of one message 2.5 s apart: {ts:?}");
     // The condition the text left out is completed from the block.
-    assert_eq!(
-        edits[1]["content"]["m.new_content"]["body"],
-        "deploy: done (Porto 21 °C)\n\n🌡\u{fe0f} Porto: 21 °C, Sunny"
+    let bodies: Vec<&Value> = edits.iter().map(|m| &m["content"]["m.new_content"]["body"]).collect();
+    assert!(
+        bodies.contains(&&json!("deploy: done (Porto 21 °C)\n\n🌡\u{fe0f} Porto: 21 °C, Sunny")),
+        "the rich edit's fallback: {bodies:?}"
     );
+    assert!(bodies.contains(&&json!("deploy: running")), "the plain edit: {bodies:?}");
 
     // Two writes a minute for `ops`: the third waits, and is told how long.
     for n in 1..=2 {
