@@ -112,6 +112,8 @@ pub mod matrix;
 pub mod store;
 pub mod relation;
 pub mod strings;
+pub mod mime;
+pub mod invisible;
 pub mod mask;
 pub mod pickle;
 pub mod files;

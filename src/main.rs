@@ -219,7 +219,8 @@ fn serve(path: PathBuf) -> anyhow::Result<()> {
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }
-    runtime()?.block_on(async {
+    let runtime = runtime()?;
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await
             .with_context(|| format!("listening on {}", settings.listen))?;
@@ -236,8 +237,15 @@ fn serve(path: PathBuf) -> anyhow::Result<()> {
             tracing::info!("shutting down");
         };
         richbot::run(settings, listener, shutdown).await.context("running the appservice")
-    })
+    });
+    // A blocking thread that never ends (work that cannot be cancelled) must not keep the
+    // process from exiting: everything that matters was settled inside `run`.
+    runtime.shutdown_timeout(BLOCKING_GRACE);
+    served
 }
+
+/// How long an exiting `serve` waits for blocking threads still running.
+const BLOCKING_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn migrate(from: &str, to: &str) -> anyhow::Result<()> {
     let copied = runtime()?.block_on(richbot::migrate::run(from, to))?;

@@ -243,6 +243,20 @@ pub fn voice_too_large(bytes: u64, max: usize) -> String {
     )
 }
 
+/// Told when a voice message holds more than it says (its `info.duration`, or its size
+/// for the seconds it states).
+pub fn voice_not_as_stated(stated_seconds: u64, held: &str) -> String {
+    format!(
+        "🎤 Your voice message says it is {stated_seconds} s long, but {held}. I only listen to messages that are \
+         what they say; please record it again, or type it."
+    )
+}
+
+/// Told when a voice message is of a kind whose length richbot cannot measure.
+pub fn voice_unmeasurable(why: &str) -> String {
+    format!("🎤 I can't listen to this audio: {why}. Please send a voice message, or type it.")
+}
+
 /// Told when the asker's `budget.audio_seconds_per_day` has no room for a voice message.
 pub fn voice_budget_spent(limit: u64) -> String {
     format!(

@@ -10,10 +10,12 @@
 //!   field is checked against the catalogue row (`catalogue.rs`, data not code), and the
 //!   error is one line the model can act on.
 //!
-//! Senders call [`Rich::checked`]: canonicalize numbers, load, validate.
+//! Senders call [`Rich::checked`]: canonicalize numbers, load, validate, then clean the
+//! one-line fields of characters that would make them read otherwise (`clean`).
 
 mod catalogue;
 mod check;
+mod clean;
 mod error;
 mod keys;
 mod load;
@@ -29,7 +31,7 @@ pub use error::BlockError;
 pub(crate) use error::{index, join};
 pub use keys::{KEY_MTRIX, KEY_MXBLOCKS, READ_ORDER, WriterKey, read_payload, read_used_id};
 pub use numbers::{MAX_SAFE_INT, canonicalize, has_float, is_decimal_string};
-pub use rules::{cut, is_button_id, is_date_time, is_mxc};
+pub use rules::{CHART_MAX, cut, is_button_id, is_date_time, is_mxc};
 
 /// Most blocks in one payload.
 pub const MAX_BLOCKS: usize = 8;
@@ -88,9 +90,15 @@ impl Rich {
     pub fn checked(mut value: Value) -> Result<Self, BlockError> {
         canonicalize(&mut value, "")?;
         let size = serialized_len(&value);
-        let rich = Self::from_owned(value)?;
+        let mut rich = Self::from_owned(value)?;
         rich.validate_blocks()?;
-        check_size(size).map(|()| rich)
+        check_size(size)?;
+        for block in &mut rich.blocks {
+            if let Block::Known { spec, fields } = block {
+                clean::clean_fields(spec.fields, fields);
+            }
+        }
+        Ok(rich)
     }
 
     /// Loads a payload leniently from an owned JSON value.

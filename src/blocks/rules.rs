@@ -149,8 +149,37 @@ pub fn chart_series(block: &Map<String, Value>, path: &str) -> Result<(), Failur
     if objects > 8 {
         return fail_at(&join(path, "series"), format!("at most 8 series (got {objects})"));
     }
+    let series_path = join(path, "series");
+    for (i, s) in series.iter().enumerate() {
+        let at = index(&series_path, i);
+        let (values, at) = match s.get("values").and_then(Value::as_array) {
+            Some(values) => (values.as_slice(), join(&at, "values")),
+            None if s.is_object() => continue,
+            None => (std::slice::from_ref(s), at),
+        };
+        for (j, v) in values.iter().enumerate() {
+            let Some(n) = v.as_f64().or_else(|| v.as_str().and_then(|s| s.trim().parse::<f64>().ok())) else {
+                continue;
+            };
+            if !n.is_finite() || n.abs() > CHART_MAX {
+                let at = if s.is_object() { index(&at, j) } else { at.clone() };
+                return fail_at(
+                    &at,
+                    format!(
+                        "a chart value must be within ±{CHART_MAX:e} (got {}); scale it, and say so in \"unit\"",
+                        cut(&v.to_string(), 40)
+                    ),
+                );
+            }
+        }
+    }
     Ok(())
 }
+
+/// The largest chart value, either way: about the largest integer a double holds exactly
+/// (2^53 ≈ 9e15). Beyond it no chart says anything a scaled unit would not, and values
+/// near `f64::MAX` overflow a drawing's range.
+pub const CHART_MAX: f64 = 1e15;
 
 /// form: `select` and `multi` fields need `options`.
 pub fn form_options(block: &Map<String, Value>, path: &str) -> Result<(), Failure> {

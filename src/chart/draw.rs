@@ -52,21 +52,36 @@ fn colour(i: usize) -> RGBColor {
     RGBColor(r, g, b)
 }
 
-/// The values' range, padded; bars and areas stand on zero.
-fn range(chart: &Chart) -> (f64, f64) {
-    let values = chart.series.iter().flat_map(|s| s.values.iter().copied()).filter(|v| !v.is_nan());
+/// The values' range, padded; bars and areas stand on zero. Refused when there is nothing
+/// drawable: no finite value, or a value beyond [`MAX_VALUE`] (the block check refuses
+/// those, so only a chart built elsewhere gets here). A span too narrow for its values'
+/// magnitude (equal values, one ULP apart, or subnormal) is widened around its middle,
+/// since plotters steps its axis from one end to the other by a fraction of the span, and
+/// a step that does not move a double is a loop without end.
+fn range(chart: &Chart) -> Result<(f64, f64), String> {
+    let values = chart.series.iter().flat_map(|s| s.values.iter().copied()).filter(|v| v.is_finite());
     let (mut lo, mut hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo > hi {
+        return Err("it has no finite value".into());
+    }
+    let magnitude = lo.abs().max(hi.abs());
+    if magnitude > MAX_VALUE {
+        return Err(format!("a value is beyond ±{MAX_VALUE:e}"));
+    }
     if chart.kind != Kind::Line {
         lo = lo.min(0.0);
         hi = hi.max(0.0);
     }
-    if hi <= lo {
-        (lo - 1.0, hi + 1.0)
-    } else {
-        let pad = (hi - lo) * 0.08;
-        (if lo == 0.0 { 0.0 } else { lo - pad }, if hi == 0.0 { 0.0 } else { hi + pad })
+    if hi - lo <= (magnitude * 1e-9).max(1e-12) {
+        let (mid, half) = (lo / 2.0 + hi / 2.0, (magnitude * 1e-6).max(1.0));
+        return Ok((mid - half, mid + half));
     }
+    let pad = (hi - lo) * 0.08;
+    Ok((if lo == 0.0 { 0.0 } else { lo - pad }, if hi == 0.0 { 0.0 } else { hi + pad }))
 }
+
+/// The largest value drawn, either way (the catalogue's bound for chart values).
+pub const MAX_VALUE: f64 = crate::blocks::CHART_MAX;
 
 /// `chart` as a PNG, drawn at twice [`SHOWN`].
 pub fn draw(chart: &Chart) -> Result<Png, String> {
@@ -87,7 +102,7 @@ fn plot(chart: &Chart, rgb: &mut [u8], size: (u32, u32)) -> Drawn {
     let root = BitMapBackend::with_buffer(rgb, size).into_drawing_area();
     root.fill(&WHITE)?;
     let n = chart.points().max(1);
-    let (lo, hi) = range(chart);
+    let (lo, hi) = range(chart)?;
     let mut builder = ChartBuilder::on(&root);
     builder.margin(24).x_label_area_size(56).y_label_area_size(if chart.unit.is_some() { 120 } else { 96 });
     if let Some(title) = &chart.title {

@@ -11,12 +11,20 @@
 //! the title above, and a legend when there are several series. It is drawn at twice the
 //! size it is shown at ([`SHOWN`]), so it stays sharp on a phone, where a client shrinks
 //! it to the screen's width.
+//!
+//! What a chart can cost is bounded whatever its values (a model's call may be an
+//! attacker's): the block check keeps values within ±1e15, `draw` refuses a range it
+//! cannot step through (none finite, beyond the bound) and widens one too narrow for its
+//! magnitude, and [`draw_bounded`] draws at most [`AT_ONCE`] charts in the process at a
+//! time, each within [`TIME_LIMIT`].
 
+mod bounded;
 mod draw;
 
 use serde_json::{Map, Value};
 
-pub use draw::{PALETTE, Png, draw};
+pub use bounded::{AT_ONCE, TIME_LIMIT, draw_bounded};
+pub use draw::{MAX_VALUE, PALETTE, Png, draw};
 
 /// The size a chart is shown at (`<img width height>`); drawn at twice that.
 pub const SHOWN: (u32, u32) = (480, 300);

@@ -66,3 +66,59 @@ fn the_description_says_the_data_in_words() {
         ("2".into(), "0".into(), "1.2346".into())
     );
 }
+
+#[test]
+fn extreme_values_are_drawn_or_refused_at_once_never_looped_on() {
+    let extremes: Vec<(&str, Kind, Vec<f64>)> = vec![
+        ("the largest double", Kind::Bar, vec![1.0, 1.7e308]),
+        ("the largest double, negative", Kind::Area, vec![-1.7e308, 2.0]),
+        ("a line spanning the doubles", Kind::Line, vec![-1.7e308, 1.7e308]),
+        ("the smallest subnormal", Kind::Bar, vec![5e-324]),
+        ("subnormals on a line", Kind::Line, vec![5e-324, 1e-323]),
+        ("one ULP of span at the bound", Kind::Line, vec![1e15 - 0.125, 1e15]),
+        ("equal at the bound", Kind::Area, vec![-1e15, -1e15]),
+        ("all equal", Kind::Line, vec![7.0, 7.0, 7.0]),
+        ("all NaN", Kind::Bar, vec![f64::NAN, f64::NAN]),
+        ("infinities", Kind::Line, vec![f64::INFINITY, f64::NEG_INFINITY]),
+    ];
+    let (done, results) = std::sync::mpsc::channel();
+    for (what, kind, values) in extremes.clone() {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let c = Chart {
+                kind,
+                title: None,
+                unit: None,
+                labels: Vec::new(),
+                series: vec![Series { name: "x".into(), values }],
+            };
+            let _ = done.send((what, draw(&c).map(|png| png.bytes.len())));
+        });
+    }
+    drop(done);
+    let mut seen = std::collections::HashMap::new();
+    // Generous for a loaded machine: each drawing takes about a tenth of a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while seen.len() < extremes.len() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (what, result) = results.recv_timeout(left).unwrap_or_else(|_| {
+            let stuck: Vec<_> = extremes.iter().map(|e| e.0).filter(|w| !seen.contains_key(w)).collect();
+            panic!("drawings never ended: {stuck:?}")
+        });
+        seen.insert(what, result);
+    }
+    for refused in
+        ["the largest double", "the largest double, negative", "a line spanning the doubles", "all NaN", "infinities"]
+    {
+        assert!(seen[refused].is_err(), "{refused}: refused, left to its numbers: {:?}", seen[refused]);
+    }
+    for drawn in [
+        "the smallest subnormal",
+        "subnormals on a line",
+        "one ULP of span at the bound",
+        "equal at the bound",
+        "all equal",
+    ] {
+        assert!(seen[drawn].is_ok(), "{drawn}: drawn: {:?}", seen[drawn]);
+    }
+}

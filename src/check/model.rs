@@ -63,6 +63,7 @@ async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm:
         now_ms: crate::clock::now_ms(),
         zone: None,
         budget: settings.config.bot.history_chars,
+        asked: &[],
     };
     let mut messages = context::build(&situation, &[], &[], &context::Parts::new());
     messages.push(Message::User(QUESTION.to_owned()));

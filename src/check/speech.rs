@@ -55,7 +55,8 @@ async fn probe(endpoint: &Endpoint, path: &str) -> Result<(String, bool), String
 
 async fn hear(endpoint: &Endpoint) -> Result<(String, bool), String> {
     let started = Instant::now();
-    let text = endpoint.transcribe(CLIP.to_vec(), "check.ogg", "audio/ogg").await.map_err(|e| explain(endpoint, e))?;
+    let text =
+        endpoint.transcribe(CLIP.to_vec(), "check.ogg", "audio/ogg").await.map_err(|e| explain(endpoint, e))?.text;
     let ms = started.elapsed().as_millis();
     let heard = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
     let words: Vec<String> = text.split_whitespace().map(heard).collect();

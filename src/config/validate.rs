@@ -64,6 +64,12 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     if config.encryption.wait_for_key_secs == 0 {
         problems.push("encryption.wait_for_key_secs: must be at least 1".to_owned());
     }
+    if config.bot.coalesce_ms > crate::room::MAX_COALESCE_MS {
+        problems.push(format!(
+            "bot.coalesce_ms: must be at most {} (a picture's wait for its words holds its asker's turn)",
+            crate::room::MAX_COALESCE_MS
+        ));
+    }
     if config.bot.lease_secs < 3 {
         problems.push("bot.lease_secs: must be at least 3 (a lease is renewed every third of it)".to_owned());
     }

@@ -44,7 +44,7 @@ impl Client {
             self.http
                 .request(Method::PUT, &url)
                 .bearer_auth(&self.as_token)
-                .header(reqwest::header::CONTENT_TYPE, mimetype)
+                .header(reqwest::header::CONTENT_TYPE, crate::mime::or_octet_stream(mimetype))
                 .body(bytes.to_vec())
                 .send()
         };

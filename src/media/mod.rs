@@ -20,7 +20,7 @@ pub use fetch::Media;
 pub use scale::scale;
 pub use seal::{Secret, seal};
 pub use text::{is_text_like, read_text};
-pub use upload::{Upload, UploadError, Uploaded, decode_data_url, valid_mimetype};
+pub use upload::{Upload, UploadError, Uploaded, decode_data_url};
 
 /// `[media]`'s bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

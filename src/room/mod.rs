@@ -55,6 +55,7 @@ use crate::store::{self, Store};
 use crate::turn::Turns;
 
 pub use admission::Admission;
+pub use coalesce::MAX_WINDOW_MS as MAX_COALESCE_MS;
 pub use facts::{Policy, Rates};
 pub use leases::Leases;
 pub use scheduler::Stop;

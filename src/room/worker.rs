@@ -9,11 +9,12 @@
 //!    a vote on a poll is kept; what starts nothing is marked processed.
 //! 3. Questions that arrived too late (an outage) are not answered; the room is told once
 //!    per outage to ask again.
-//! 4. The first batch (one persona, one asker: a turn always answers one person), unless
-//!    it is pictures that wait for their words (`coalesce`), passes
-//!    the rate limits (`limiter`): a cooling room or asker gets nothing, a bucket that runs
-//!    dry gets one notice. Then it is claimed by a turn (or a `!usage` notice) and run.
-//!    Other batches stay pending for the next step.
+//! 4. The first batch (one persona, one asker: a turn always answers one person) that
+//!    does not wait passes the rate limits (`limiter`): a cooling room or asker gets
+//!    nothing, a bucket that runs dry gets one notice. Then it is claimed by a turn (or a
+//!    `!usage` notice) and run. Batches of pictures that wait for their words
+//!    (`coalesce`) are passed over, each picture counted against its asker's bucket when
+//!    it first waits; other batches stay pending for the next step.
 //! 5. A room whose steps keep failing (not an outage) goes one event at a time, and the
 //!    event that keeps failing is given up (`strikes`): no broken event silences a room.
 
@@ -223,29 +224,74 @@ impl Worker {
             }
             return Ok(!started.is_empty());
         }
-        let Some(batch) = first_batch(&started) else { return Ok(false) };
-        if self.coalesce.waits(room, batch.iter().map(|(e, _, _)| *e), now_ms()) {
-            return Ok(false);
-        }
+        let is_dm = self.store.joined_members(room).await?.len() == 2;
+        let Some(batch) = self.ready_batch(room, &started, is_dm).await? else { return Ok(false) };
         let more = started.len() > batch.len();
         lock(&self.told_away).remove(room);
         let (first, persona, trigger) = batch[0];
         let asker = &*first.sender;
         let events: Vec<StoredEvent> = batch.iter().map(|(e, _, _)| (*e).clone()).collect();
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let who = (room, &*persona.user_id, asker);
-        let is_dm = self.store.joined_members(room).await?.len() == 2;
         let kind = if matches!(trigger, Trigger::Command(_)) { Kind::Command } else { Kind::Turn { group: !is_dm } };
-        // A schedule's occurrence is bounded by `[schedules]`, not the turn buckets.
-        let admit = if matches!(trigger, Trigger::Scheduled) {
+        // A schedule's occurrence is bounded by `[schedules]`, not the turn buckets; pictures
+        // counted while they waited are not counted again.
+        let admit = if matches!(trigger, Trigger::Scheduled) || self.coalesce.settle(&seqs) {
             Admit::Go
         } else {
             self.limiter.admit(room, asker, kind, now_ms())
         };
         match admit {
-            Admit::Cooling => {
-                tracing::info!(%room, %asker, "cooling down: not answered");
-                self.store.mark_processed(&events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
+            Admit::Go if let Trigger::Command(command) = trigger => {
+                self.commands.run(command, who, &events, is_dm, &self.turns).await?;
             }
+            Admit::Go => {
+                let turn = self.store.start_turn(room, &persona.user_id, asker, &seqs, None, now_ms()).await?;
+                let presses: Vec<Press> = batch.iter().filter_map(|(_, _, t)| t.press()).collect();
+                self.turns.run(&turn, &events, &presses).await?;
+            }
+            refused => self.refuse(who, &events, refused).await?,
+        }
+        Ok(more)
+    }
+
+    /// The first batch that goes now (see `batches`). Batches of pictures that wait for
+    /// their words are passed over (their asker waits, no one else does), each picture
+    /// counted against its asker's turn bucket when it first waits.
+    async fn ready_batch<'b, 'a>(
+        &self,
+        room: &RoomId,
+        started: &'b [Started<'a>],
+        is_dm: bool,
+    ) -> Result<Option<Vec<&'b Started<'a>>>, Error> {
+        for batch in batches(started) {
+            if !self.coalesce.waits(room, batch.iter().map(|(e, _, _)| *e), now_ms()) {
+                return Ok(Some(batch));
+            }
+            for &&(picture, persona, _) in &batch {
+                if self.coalesce.paid(picture.seq) {
+                    continue;
+                }
+                let admit = self.limiter.admit(room, &picture.sender, Kind::Turn { group: !is_dm }, now_ms());
+                if admit != Admit::Go {
+                    self.coalesce.settle(&[picture.seq]);
+                    let who = (room, &*persona.user_id, &*picture.sender);
+                    self.refuse(who, std::slice::from_ref(picture), admit).await?;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// `events` refused by the limiter: dropped while cooling, told once when it trips.
+    async fn refuse(
+        &self,
+        who: (&RoomId, &ruma::UserId, &ruma::UserId),
+        events: &[StoredEvent],
+        admit: Admit,
+    ) -> Result<(), Error> {
+        let (room, _, asker) = who;
+        match admit {
             Admit::Tripped { who: whose, until } => {
                 let minutes = u64::try_from((until - now_ms() + 59_999) / 60_000).unwrap_or(1).max(1);
                 let text = match whose {
@@ -253,19 +299,14 @@ impl Worker {
                     Who::Asker => strings::asker_cooling(asker.as_str(), minutes),
                 };
                 tracing::warn!(%room, %asker, ?whose, "turn rate limit tripped; cooling down");
-                self.turns.notice(who, &events, text, Outcome::RateLimited).await?;
+                self.turns.notice(who, events, text, Outcome::RateLimited).await?;
             }
-            Admit::Go if let Trigger::Command(command) = trigger => {
-                self.commands.run(command, who, &events, is_dm, &self.turns).await?;
-            }
-            Admit::Go => {
-                let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-                let turn = self.store.start_turn(room, &persona.user_id, asker, &seqs, None, now_ms()).await?;
-                let presses: Vec<Press> = batch.iter().filter_map(|(_, _, t)| t.press()).collect();
-                self.turns.run(&turn, &events, &presses).await?;
+            _ => {
+                tracing::info!(%room, %asker, "cooling down: not answered");
+                self.store.mark_processed(&events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
             }
         }
-        Ok(more)
+        Ok(())
     }
 
     /// A member event, applied. One the homeserver refuses for good is logged and done,
@@ -286,14 +327,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The first batch: the started events of the first persona and asker addressed, in
-/// order; a command or a schedule's occurrence is a batch of its own.
-fn first_batch<'a, 'b>(started: &'b [Started<'a>]) -> Option<Vec<&'b Started<'a>>> {
-    let (head, head_persona, head_trigger) = started.first()?;
+/// The started events in batches, in the order of their first event: each persona and
+/// asker's events together (a turn always answers one person), and each command or
+/// schedule's occurrence a batch of its own.
+fn batches<'a, 'b>(started: &'b [Started<'a>]) -> Vec<Vec<&'b Started<'a>>> {
     let alone = |t: &Trigger| matches!(t, Trigger::Command(_) | Trigger::Scheduled);
-    let command = alone(head_trigger);
-    let same =
-        |(e, p, t): &&Started<'a>| p.user_id == head_persona.user_id && e.sender == head.sender && alone(t) == command;
-    let batch: Vec<&Started<'a>> = started.iter().filter(same).collect();
-    Some(if command { batch.into_iter().take(1).collect() } else { batch })
+    let mut out: Vec<Vec<&'b Started<'a>>> = Vec::new();
+    for s in started {
+        let (e, p, t) = s;
+        let joins = |b: &&mut Vec<&'b Started<'a>>| {
+            let (head, head_persona, head_trigger) = b[0];
+            !alone(t) && !alone(head_trigger) && head_persona.user_id == p.user_id && head.sender == e.sender
+        };
+        match out.iter_mut().find(joins) {
+            Some(batch) => batch.push(s),
+            None => out.push(vec![s]),
+        }
+    }
+    out
 }

@@ -12,9 +12,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod length;
+mod mp3;
 mod ogg;
+mod shape;
+mod wav;
 
-pub use ogg::{Shape, shape};
+pub use length::{UNKNOWN, measure, most_bytes};
+pub use shape::{Shape, shape};
 
 /// Where members' voice messages are made words (`[transcription]`), and its bounds.
 #[derive(Debug, Clone)]
@@ -74,8 +79,10 @@ impl Endpoint {
         &self.base_url
     }
 
-    /// The words spoken in `audio` (a file named `filename`, of type `mime`).
-    pub async fn transcribe(&self, audio: Vec<u8>, filename: &str, mime: &str) -> Result<String, Error> {
+    /// The words spoken in `audio` (a file named `filename`, of type `mime`), and the
+    /// seconds the endpoint says it heard, when it says (`duration`, as `verbose_json`
+    /// answers, or `usage.seconds`, as OpenAI's `json` does for whisper-1).
+    pub async fn transcribe(&self, audio: Vec<u8>, filename: &str, mime: &str) -> Result<Transcript, Error> {
         let boundary = format!("richbot-{:016x}", rand::random::<u64>());
         let body =
             multipart(&boundary, &[("model", &self.model), ("response_format", "json")], (filename, mime, &audio));
@@ -84,11 +91,18 @@ impl Endpoint {
             .post(format!("{}/audio/transcriptions", self.base_url))
             .header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}"))
             .body(body);
-        let answer: Value =
-            self.send(request).await?.json().await.map_err(|e| Error::Failed(format!("not JSON: {e}")))?;
+        let answer = read_limited(self.send(request).await?, MAX_TRANSCRIPTION_ANSWER).await?;
+        let answer: Value = serde_json::from_slice(&answer).map_err(|e| Error::Failed(format!("not JSON: {e}")))?;
         let text =
             answer.get("text").and_then(Value::as_str).ok_or_else(|| Error::Failed("no text in its answer".into()))?;
-        Ok(text.trim().to_owned())
+        let seconds = answer
+            .get("duration")
+            .or_else(|| {
+                answer.pointer("/usage/seconds").filter(|_| answer.pointer("/usage/type") == Some(&"duration".into()))
+            })
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s >= 0.0);
+        Ok(Transcript { text: text.trim().to_owned(), seconds })
     }
 
     /// `text` spoken in `voice`, as `format` (`ogg`: Ogg Opus; `wav`).
@@ -97,8 +111,7 @@ impl Endpoint {
         let ask =
             serde_json::json!({"model": self.model, "input": text, "voice": voice, "response_format": response_format});
         let request = self.http.post(format!("{}/audio/speech", self.base_url)).json(&ask);
-        let bytes = self.send(request).await?.bytes().await.map_err(|e| Error::Failed(e.to_string()))?;
-        Ok(bytes.to_vec())
+        read_limited(self.send(request).await?, MAX_SPEECH_ANSWER).await
     }
 
     /// Whether the endpoint answers at `path` (`audio/transcriptions` or `audio/speech`):
@@ -156,6 +169,36 @@ impl Endpoint {
     }
 }
 
+/// The most bytes read of a transcription endpoint's answer (JSON with the words).
+const MAX_TRANSCRIPTION_ANSWER: usize = 1024 * 1024;
+/// The most bytes read of a speech endpoint's answer (a clip: an hour of Opus at 64
+/// kbit/s is under 30 MB).
+pub const MAX_SPEECH_ANSWER: usize = 32 * 1024 * 1024;
+
+/// What a transcription endpoint heard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub text: String,
+    /// The seconds it says it heard, when it says.
+    pub seconds: Option<f64>,
+}
+
+/// `response`'s body, refused past `max` bytes (read as it comes, never more than that
+/// held in memory).
+async fn read_limited(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, Error> {
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(Error::Failed(format!("its answer is larger than {max} bytes")));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| Error::Failed(format!("its answer broke off: {e}")))? {
+        if body.len() + chunk.len() > max {
+            return Err(Error::Failed(format!("its answer is larger than {max} bytes")));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// A `multipart/form-data` body: text `fields`, then the `file` (name, type, bytes).
 fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &str, &[u8])) -> Vec<u8> {
     let mut body = Vec::new();
@@ -165,7 +208,8 @@ fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &str, &[u8]))
         );
     }
     let (filename, mime, bytes) = file;
-    let filename: String = filename.chars().filter(|c| !matches!(c, '"' | '\r' | '\n' | '\\')).collect();
+    let filename: String = filename.chars().filter(|c| !matches!(c, '"' | '\\') && !c.is_control()).collect();
+    let mime = crate::mime::or_octet_stream(mime);
     body.extend_from_slice(
         format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: {mime}\r\n\r\n")
             .as_bytes(),
@@ -178,6 +222,17 @@ fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &str, &[u8]))
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_members_media_type_adds_no_header_line_to_the_part() {
+        let body = multipart("B", &[], ("v.ogg\r\nX-Name: 1", "audio/ogg\r\nX-Evil: 1", b"OggS"));
+        let text = String::from_utf8(body).expect("utf8");
+        assert_eq!(
+            text,
+            "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"v.oggX-Name: 1\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\nOggS\r\n--B--\r\n"
+        );
+    }
 
     #[test]
     fn a_multipart_body_has_the_fields_then_the_file_and_no_quote_breaks_out_of_its_name() {

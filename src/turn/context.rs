@@ -52,8 +52,12 @@ pub struct Situation<'a> {
     pub now_ms: i64,
     /// The asker's time zone, when known (theirs, or the deployment's).
     pub zone: Option<chrono_tz::Tz>,
-    /// Characters of history at most.
+    /// Characters of history at most (the turn's own messages are always shown).
     pub budget: usize,
+    /// The events the turn answers: shown last, whatever arrived after them (another
+    /// member's question answered while these pictures waited for their words), and
+    /// never trimmed.
+    pub asked: &'a [ruma::OwnedEventId],
 }
 
 /// A button pressed by reacting: the reaction `key` on the persona's `message`, which
@@ -99,15 +103,17 @@ pub fn build(s: &Situation<'_>, history: &[StoredEvent], presses: &[Press], part
         scope.thread.as_ref().map(|r| format!(" This conversation is the thread rooted at {r}.")).unwrap_or_default(),
     );
     let edits = latest_edits(history, &scope.persona);
-    let lines: Vec<(i64, Message)> = history
+    let (asked, earlier): (Vec<_>, Vec<_>) = history
         .iter()
         .filter(|e| in_scope(e, scope.thread.as_deref()))
-        .filter_map(|e| Some((e.seq, as_message(e, &scope.persona, edits.get(&*e.event_id).copied(), parts)?)))
-        .collect();
+        .filter_map(|e| Some((e, as_message(e, &scope.persona, edits.get(&*e.event_id).copied(), parts)?)))
+        .partition(|(e, _)| s.asked.contains(&e.event_id));
     let fetched_all = i64::try_from(history.len()).unwrap_or(i64::MAX) < HISTORY_EVENTS;
     let mut out = vec![Message::System(system)];
-    let sizes: Vec<(i64, usize)> = lines.iter().map(|(seq, m)| (*seq, m.chars())).collect();
-    out.extend(lines.into_iter().skip(trim_start(&sizes, s.budget, fetched_all)).map(|(_, m)| m));
+    let budget = s.budget.saturating_sub(asked.iter().map(|(_, m)| m.chars()).sum());
+    let sizes: Vec<(i64, usize)> = earlier.iter().map(|(e, m)| (e.seq, m.chars())).collect();
+    out.extend(earlier.into_iter().skip(trim_start(&sizes, budget, fetched_all)).map(|(_, m)| m));
+    out.extend(asked.into_iter().map(|(_, m)| m));
     for Press { key, label, message } in presses {
         out.push(Message::User(format!(
             "{} pressed the button \"{label}\" ({key}) on your message {message}.",

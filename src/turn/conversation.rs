@@ -68,6 +68,7 @@ impl Turns {
             self.say_no_vision(turn, scope).await?;
         }
         let polls = self.polls_note(scope).await?;
+        let asked: Vec<OwnedEventId> = events.iter().map(|e| e.event_id.clone()).collect();
         let zone = super::scheduled::zone_of(&self.store, &scope.asker, self.schedules.timezone).await?;
         let situation = context::Situation {
             scope,
@@ -78,6 +79,7 @@ impl Turns {
             now_ms: now_ms(),
             zone,
             budget: self.limits.history_chars,
+            asked: &asked,
         };
         Ok(context::build(&situation, &history, presses, &parts))
     }

@@ -1,5 +1,6 @@
 //! Charts as pictures, and where a rich message's pictures are shown. Each `chart` block
-//! is drawn (`crate::chart`, off the async threads) and uploaded as the call's, exactly
+//! is drawn (`crate::chart`, off the async threads, bounded in time and
+//! in charts at once) and uploaded as the call's, exactly
 //! once across a crash (its upload number is fixed by the block's place). In a clear room
 //! the message shows it inline (`render::Pictures`); in an encrypted room it is uploaded
 //! encrypted and goes as an `m.image` after the message (`attachments`). A chart that
@@ -72,13 +73,12 @@ impl Runner<'_> {
         });
         for (i, chart) in charts.take(CHARTS_PER_MESSAGE) {
             let alt = chart::describe(&chart);
-            let png = match tokio::task::spawn_blocking(move || chart::draw(&chart)).await {
-                Ok(Ok(png)) => png,
-                Ok(Err(why)) => {
+            let png = match chart::draw_bounded(chart).await {
+                Ok(png) => png,
+                Err(why) => {
                     tracing::warn!(turn = self.turn, why, "a chart was not drawn; its numbers are in the text");
                     continue;
                 }
-                Err(e) => return Err(Stop::Tool(internal(e))),
             };
             let key = UploadKey { turn: self.turn, nth, idx: CHART_IDX + u32::try_from(i).unwrap_or(0) };
             let upload = Upload { key, bytes: &png.bytes, mimetype: "image/png", name: "chart.png", encrypt };

@@ -89,20 +89,11 @@ fn cut(text: &str) -> String {
     format!("{head} … ({} characters cut) … {tail}", n - HEAD - TAIL)
 }
 
-/// Whether `c` is invisible or changes the direction of the text around it.
-fn invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
-        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'
-        | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E0FFF}')
-}
-
 /// JSON text with invisible and bidi characters as `\uXXXX` escapes (still valid JSON).
 fn escape(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
-        if invisible(c) {
+        if crate::invisible::is_invisible(c) {
             let mut units = [0u16; 2];
             for u in c.encode_utf16(&mut units) {
                 out.push_str(&format!("\\u{u:04X}"));
@@ -147,7 +138,7 @@ mod tests {
         let text = shown(&args).expect("shown");
         assert!(text.contains("/tmp/\\u202Efdp.exe"), "{text}");
         assert!(text.contains("\"k\\u200Bey\" = \"a\\u2066b\\uFEFF\""), "{text}");
-        assert!(!text.chars().any(invisible), "{text:?}");
+        assert!(!text.chars().any(crate::invisible::is_invisible), "{text:?}");
     }
 
     #[test]

@@ -276,6 +276,14 @@ fn kind_errors_say_what_would_be_right() {
             "blocks[0] (chart): series: must be all numbers (one series) or all {\"name\", \"values\"} objects, not a mix",
         ),
         (
+            json!({"type": "chart", "kind": "bar", "series": [3, "1.7e308"]}),
+            "blocks[0] (chart): series[1]: a chart value must be within ±1e15 (got \"1.7e308\"); scale it, and say so in \"unit\"",
+        ),
+        (
+            json!({"type": "chart", "series": [{"values": [1, 2]}, {"name": "b", "values": [0, "-2e15"]}]}),
+            "blocks[0] (chart): series[1].values[1]: a chart value must be within ±1e15 (got \"-2e15\"); scale it, and say so in \"unit\"",
+        ),
+        (
             json!({"type": "poll", "q": "?"}),
             "blocks[0]: unknown block type \"poll\" (known: buttons, chips, table, chart, sources, card, cards, progress, details, code, diff, countdown, event, place, ticker, weather, tracker, math, gallery, file, form, stream)",
         ),

@@ -1,13 +1,15 @@
-//! What one member can do to everyone else, against a real Synapse: a forged
-//! `m.room.encrypted` event (the room's state says it is not encrypted) and a burst of
-//! commands from one member change nothing for the others.
+//! What one member (or the model, prompted by one) can do to everyone else, against a
+//! real Synapse: a forged `m.room.encrypted` event (the room's state says it is not
+//! encrypted), a burst of commands from one member, and a chart bomb change nothing for
+//! the others.
 
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::llm::text;
-use crate::support::{BOT, Env, eventually, notices};
+use crate::support::llm::{call, last_tool_result, text};
+use crate::support::{BOT, Env, eventually, notices, serve_binary};
 
 /// A group room of alice, bob and mallory (not in `access.allow`) with the persona.
 async fn group(env: &Env) -> String {
@@ -79,4 +81,44 @@ async fn the_model_cannot_edit_richbots_own_notices_nor_see_them() {
     assert!(!prompt.contains(&id) && !prompt.contains("Commands:"), "the notice is not in the prompt: {prompt}");
     let edits = env.alice.messages_from(&dm, BOT).await;
     assert!(edits.iter().all(|m| m["content"]["m.relates_to"]["event_id"] != id.as_str()), "never edited");
+}
+
+/// A chart bomb on the real binary: values at the ends of the doubles are refused with
+/// their path (the model can fix its call), and values that pass the check but strain a
+/// drawing (one ULP of span at the bound, a subnormal) are drawn at once. The persona then
+/// answers another member, and `serve` still exits on SIGTERM (no drawing spins on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_bomb_is_refused_or_drawn_and_the_persona_answers_others_then_exits_on_sigterm() {
+    let mut env = Env::start().await;
+    let room = env.dm().await;
+    env.bot.stop().await;
+    let health = format!("http://{}/health", env.bot_addr);
+    let mut serve = serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let payload = |blocks| json!({"payload": {"v": 1, "blocks": blocks}, "fallback": "The numbers, charted."});
+    let bomb = payload(json!([{"type": "chart", "kind": "bar", "series": [1, "1.7e308"]}]));
+    let strain = payload(json!([
+        {"type": "chart", "title": "ULP", "series": ["999999999999999.875", "1000000000000000"]},
+        {"type": "chart", "title": "Tiny", "kind": "bar", "series": ["5e-324", "0"]}
+    ]));
+    env.llm.script([call("rich_send", bomb), call("rich_send", strain), text("[no reply]")]);
+    env.alice.say(&room, "chart these numbers").await;
+    env.wait_turns(&room, 1).await;
+    let refused = last_tool_result(&env.llm.requests()[1]).expect("the bomb's result");
+    assert_eq!(refused["path"], "payload.blocks[0].series[1]", "{refused}");
+    assert!(refused["error"].as_str().is_some_and(|e| e.contains("within ±1e15")), "{refused}");
+    let sent = env.alice.messages_from(&room, BOT).await;
+    let html = sent[0]["content"]["formatted_body"].as_str().expect("html");
+    assert_eq!(html.matches("<img").count(), 2, "both strained charts drawn: {html}");
+
+    let bob_dm = env.bob.create_room(&[BOT], true).await;
+    env.wait_joined_seen_by(&env.bob, &bob_dm, BOT).await;
+    env.llm.script([text("Hello Bob, still quick.")]);
+    env.bob.say(&bob_dm, "are you still there?").await;
+    let answer = env.wait_messages_seen_by(&env.bob, &bob_dm, BOT, 1).await;
+    assert_eq!(answer[0]["content"]["body"], "Hello Bob, still quick.");
+
+    let pid = serve.id().expect("running").to_string();
+    assert!(tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill").success());
+    let status = tokio::time::timeout(Duration::from_secs(60), serve.wait()).await.expect("exits").expect("status");
+    assert!(status.success(), "exit 0 on SIGTERM: {status}");
 }

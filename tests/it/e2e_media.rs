@@ -103,6 +103,53 @@ async fn a_picture_then_its_question_a_second_later_are_one_turn() {
     assert!(last.ends_with("What is in this picture?"), "{asked:?}");
 }
 
+/// One member's pictures hold no one else (issue 52): while their pictures wait for their
+/// words, another member's question is answered; the wait counts from their first
+/// picture; each waiting picture counts against their own turn limit, so a flood trips it
+/// (one notice) and the pictures counted make one turn, not counted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_members_picture_flood_holds_no_one_else_and_trips_their_own_limit() {
+    // A window far wider than a loaded machine takes to deliver Bob's question.
+    let extra_toml = "[bot]\ncoalesce_ms = 20000\n\n[limits]\nturns_per_user_per_minute = 4\n".to_owned();
+    let env = Env::start_with(Options { extra_toml, ..Default::default() }).await;
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.wait_joined(&room, BOT).await;
+    env.bob.join(&room).await;
+    // In order: the first turn is Bob's, and only then Alice's pictures'.
+    env.llm.script([text("Bob, it is noon."), text("Pictures seen.")]);
+    for n in 0..6 {
+        let bytes = png(32, 32);
+        let url = env.alice.upload(bytes.clone(), "image/png", "p.png").await;
+        let content = json!({"msgtype": "m.image", "body": format!("p{n}.png"), "url": url,
+            "info": {"mimetype": "image/png", "size": bytes.len()}, "m.mentions": {"user_ids": [BOT]}});
+        env.alice.send(&room, "m.room.message", content).await;
+    }
+    env.bob.say(&room, "Richbot, what time is it?").await;
+    let posted = crate::support::eventually("both answers", std::time::Duration::from_secs(90), || async {
+        let m = env.alice.messages_from(&room, BOT).await;
+        m.iter().any(|m| m["content"]["body"] == "Pictures seen.").then_some(m)
+    })
+    .await;
+    let bodies: Vec<&str> = posted.iter().filter_map(|m| m["content"]["body"].as_str()).collect();
+    let asked = env.llm.requests();
+    let last_user = |n: usize| {
+        let messages = asked[n]["messages"].as_array().cloned().unwrap_or_default();
+        messages.iter().rev().find(|m| m["role"] == "user").map(Value::to_string).unwrap_or_default()
+    };
+    assert!(
+        last_user(0).contains("what time is it"),
+        "Bob's turn first, while Alice's pictures waited: {}",
+        last_user(0)
+    );
+    assert_eq!(asked.len(), 2, "the pictures counted made one turn");
+    let images = asked[1].to_string().matches(r#""type":"image_url""#).count();
+    assert_eq!(images, 4, "the four pictures counted, in one turn");
+    let tripped = crate::support::notices(&posted);
+    assert_eq!(tripped.len(), 1, "the fifth waiting picture trips Alice's limit once: {tripped:#?}");
+    assert!(tripped[0].starts_with("@alice:localhost, you've asked me a lot"), "{tripped:#?}");
+    assert_eq!(bodies.iter().filter(|b| **b == "Pictures seen.").count(), 1, "{bodies:#?}");
+}
+
 #[tokio::test]
 async fn a_persona_whose_model_cannot_see_says_so_once_and_the_model_is_told_what_it_missed() {
     let env = Env::start_with(Options { llm_lines: "vision = false", ..Default::default() }).await;

@@ -40,6 +40,7 @@ fn situation(scope: &Scope, budget: usize) -> Situation<'_> {
         now_ms: 1_795_979_710_219,
         zone: None,
         budget,
+        asked: &[],
     }
 }
 
@@ -294,4 +295,26 @@ fn a_full_fetch_is_trimmed_in_steps_too_and_a_cut_keeps_at_least_the_newest() {
     assert_eq!(trim_start(&[(5, 10_000)], 100, true), 0);
     // No step boundary after the cut: the cut.
     assert_eq!(trim_start(&sizes(1, 7), 30, true), 4);
+}
+
+#[test]
+fn the_turns_own_messages_come_last_and_are_never_trimmed() {
+    // Alice's two long messages waited (pictures for their words) while Bob was answered.
+    let long = "x".repeat(600);
+    let history = vec![
+        ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "old"})),
+        ev(2, "@alice:x", json!({"msgtype": "m.text", "body": long})),
+        ev(3, "@alice:x", json!({"msgtype": "m.text", "body": long})),
+        ev(4, "@bob:x", json!({"msgtype": "m.text", "body": "bob's question"})),
+        ev(5, "@bot:x", json!({"msgtype": "m.text", "body": "bob's answer"})),
+    ];
+    let asked = [OwnedEventId::try_from("$e2").expect("id"), OwnedEventId::try_from("$e3").expect("id")];
+    let scope = scope(None);
+    // A budget smaller than the turn's own two messages: they stay, the older history goes.
+    let s = Situation { asked: &asked, ..situation(&scope, 1_300) };
+    let msgs = built(&s, &history, &[], &Parts::new());
+    let texts: Vec<String> = msgs.iter().skip(1).map(|m| format!("{m:?}")).collect();
+    assert_eq!(msgs.len(), 5, "{texts:#?}");
+    assert!(texts[0].contains("bob's question") && texts[1].contains("bob's answer"), "{texts:#?}");
+    assert!(texts[2].contains("[$e2]") && texts[3].contains("[$e3]"), "the turn's own, last: {texts:#?}");
 }

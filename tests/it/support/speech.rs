@@ -61,6 +61,17 @@ pub fn spoken(text: &str, dir: &Path) -> Vec<u8> {
     std::fs::read(&ogg).expect("the Ogg file")
 }
 
+/// The question the tests speak (espeak-ng), and whether a transcript holds it. What a
+/// speech model hears of synthetic speech differs from one CPU's kernels to another's
+/// (Whisper base heard espeak-ng's answers as other words on an AVX-512 machine), so a
+/// transcript is judged by the question's key words, never as an exact sentence.
+pub const QUESTION: &str = "What is the weather in Lisbon right now?";
+
+pub fn holds_the_question(transcript: &str) -> bool {
+    let t = transcript.to_lowercase();
+    t.contains("weather") && t.contains("lisbon")
+}
+
 /// The speech server, on a loopback port.
 pub struct SpeechServer {
     /// Its OpenAI-style base URL (`http://127.0.0.1:PORT/v1`).
@@ -99,27 +110,34 @@ impl Drop for SpeechServer {
 }
 
 /// An audio endpoint that answers every request with one status (no body worth reading),
-/// which the test may change: 503 for an outage, 401/403/404 for a misconfiguration.
+/// which the test may change: 503 for an outage, 401/403/404 for a misconfiguration; or,
+/// for a path given an answer of its own ([`Refusing::answer`]), that answer. It keeps the
+/// requests it was sent.
 pub struct Refusing {
     /// Its OpenAI-style base URL (`http://127.0.0.1:PORT/v1`).
     pub base_url: String,
-    status: std::sync::Arc<std::sync::atomic::AtomicU16>,
-    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    state: std::sync::Arc<std::sync::Mutex<Answers>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Answers {
+    status: u16,
+    /// By path: status, content type, body.
+    own: Vec<(String, u16, String, Vec<u8>)>,
+    requests: Vec<Vec<u8>>,
 }
 
 impl Refusing {
     pub async fn start(status: u16) -> Self {
-        use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base_url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-        let status = std::sync::Arc::new(AtomicU16::new(status));
-        let asked = std::sync::Arc::new(AtomicUsize::new(0));
-        let (answer, count) = (status.clone(), asked.clone());
+        let state = std::sync::Arc::new(std::sync::Mutex::new(Answers { status, ..Default::default() }));
+        let shared = state.clone();
         let task = tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
-                let (answer, count) = (answer.clone(), count.clone());
+                let state = shared.clone();
                 tokio::spawn(async move {
                     // The whole request (headers, then Content-Length bytes), then the answer.
                     let mut request = Vec::new();
@@ -140,28 +158,49 @@ impl Refusing {
                             break;
                         }
                     }
-                    count.fetch_add(1, Ordering::SeqCst);
-                    let status = answer.load(Ordering::SeqCst);
-                    let body = r#"{"error":{"message":"refused by the test"}}"#;
+                    let path = String::from_utf8_lossy(&request).split(' ').nth(1).unwrap_or_default().to_owned();
+                    let (status, kind, body) = {
+                        let mut state = state.lock().expect("state");
+                        state.requests.push(request);
+                        match state.own.iter().find(|(p, ..)| *p == path) {
+                            Some((_, status, kind, body)) => (*status, kind.clone(), body.clone()),
+                            None => (
+                                state.status,
+                                "application/json".to_owned(),
+                                br#"{"error":{"message":"refused by the test"}}"#.to_vec(),
+                            ),
+                        }
+                    };
                     let head = format!(
-                        "HTTP/1.1 {status} Refused\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        "HTTP/1.1 {status} Answer\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                         body.len()
                     );
                     let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(&body).await;
                 });
             }
         });
-        Self { base_url, status, asked, task }
+        Self { base_url, state, task }
     }
 
-    /// Answers `status` from now on.
+    /// Answers `status` from now on (where a path has no answer of its own).
     pub fn set(&self, status: u16) {
-        self.status.store(status, std::sync::atomic::Ordering::SeqCst);
+        self.state.lock().expect("state").status = status;
+    }
+
+    /// Answers requests to `path` (e.g. `/v1/audio/speech`) with `status`, `kind` and `body`.
+    pub fn answer(&self, path: &str, status: u16, kind: &str, body: Vec<u8>) {
+        self.state.lock().expect("state").own.push((path.to_owned(), status, kind.to_owned(), body));
     }
 
     /// How many requests it was sent.
     pub fn asked(&self) -> usize {
-        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+        self.state.lock().expect("state").requests.len()
+    }
+
+    /// The requests it was sent, whole (head and body).
+    pub fn requests(&self) -> Vec<Vec<u8>> {
+        self.state.lock().expect("state").requests.clone()
     }
 }
 
@@ -171,8 +210,72 @@ impl Drop for Refusing {
     }
 }
 
+/// The texts the speech server was asked to speak, from its log at `log`.
+pub fn spoken_inputs(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["path"] == "/v1/audio/speech")
+        .filter_map(|e| e["input"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// How many requests to `path` (e.g. `/v1/audio/transcriptions`) the speech server's
 /// log at `log` holds.
 pub fn requests_to(log: &Path, path: &str) -> usize {
     std::fs::read_to_string(log).unwrap_or_default().lines().filter(|l| l.contains(&format!("\"{path}\""))).count()
+}
+
+/// An Ogg Opus stream of `seconds` of silence (120 ms packets of six empty 20 ms frames,
+/// which any decoder plays as silence), whose pages' granule positions all claim that it
+/// ends at `claimed_ms`: a lying clip, as a hostile member's client would make it. Its
+/// pages' checksums are right, so a decoder takes it.
+pub fn silence_claiming(seconds: u32, claimed_ms: u64) -> Vec<u8> {
+    let mut head = b"OpusHead\x01\x01".to_vec();
+    head.extend_from_slice(&312u16.to_le_bytes());
+    head.extend_from_slice(&48_000u32.to_le_bytes());
+    head.extend_from_slice(&[0, 0, 0]);
+    let mut tags = b"OpusTags".to_vec();
+    tags.extend_from_slice(&4u32.to_le_bytes());
+    tags.extend_from_slice(b"test");
+    tags.extend_from_slice(&0u32.to_le_bytes());
+    let granule = claimed_ms * 48 + 312;
+    let packets = vec![[(19 << 3) | 3, 6]; seconds as usize * 1000 / 120];
+    let mut pages: Vec<(u8, u64, Vec<Vec<u8>>)> = vec![(2, 0, vec![head]), (0, 0, vec![tags])];
+    for chunk in packets.chunks(255) {
+        pages.push((0, granule, chunk.iter().map(|p| p.to_vec()).collect()));
+    }
+    let last = pages.len() - 1;
+    pages[last].0 |= 4;
+    let mut out = Vec::new();
+    for (sequence, (flags, granule, packets)) in pages.into_iter().enumerate() {
+        let mut page = b"OggS\0".to_vec();
+        page.push(flags);
+        page.extend_from_slice(&granule.to_le_bytes());
+        page.extend_from_slice(&0x5eed_u32.to_le_bytes());
+        page.extend_from_slice(&(sequence as u32).to_le_bytes());
+        page.extend_from_slice(&[0; 4]);
+        page.push(packets.len() as u8);
+        page.extend(packets.iter().map(|p| p.len() as u8));
+        for p in &packets {
+            page.extend_from_slice(p);
+        }
+        let crc = ogg_crc(&page);
+        page[22..26].copy_from_slice(&crc.to_le_bytes());
+        out.extend(page);
+    }
+    out
+}
+
+/// Ogg's page checksum: CRC-32, polynomial 0x04c11db7, not reflected, from 0.
+fn ogg_crc(bytes: &[u8]) -> u32 {
+    let mut crc = 0u32;
+    for &b in bytes {
+        crc ^= u32::from(b) << 24;
+        for _ in 0..8 {
+            crc = if crc & 0x8000_0000 != 0 { (crc << 1) ^ 0x04c1_1db7 } else { crc << 1 };
+        }
+    }
+    crc
 }
