@@ -178,6 +178,14 @@ fn event_id(args: &Map<String, Value>, key: &str) -> Result<Option<OwnedEventId>
     }
 }
 
+/// The schedule an `unschedule` call names (`id`, a number or a number in a string).
+pub(super) fn schedule_id(args: &Value) -> Result<i64, Failure> {
+    args.get("id")
+        .and_then(crate::tools::args::integer)
+        .filter(|id| *id > 0)
+        .ok_or_else(|| Failure::invalid("id", "id must be a schedule's id (a number)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +221,14 @@ mod tests {
         let here = json!({"payload": {"v": 1, "blocks": [{"type": "code", "code": "x"}]}, "fallback": "x"});
         assert_eq!(refused(rich_send(&here)).1, "room", "an agent has no chat of its own");
         assert_eq!(refused(edit(&json!({"body": "x"}))).1, "message_id");
+        assert_eq!(refused(schedule_id(&json!({"id": "four"}))).1, "id");
+    }
+
+    #[test]
+    fn a_schedules_id_may_come_quoted_as_models_write_it() {
+        for id in [json!(4), json!("4"), json!(" 4 "), json!(4.0)] {
+            assert_eq!(schedule_id(&json!({ "id": id })).expect("read"), 4, "{id}");
+        }
     }
 
     #[test]

@@ -89,9 +89,9 @@ impl ServerHandler for Handler {
             REPLIES => replies(ch, &client, &args).await,
             SCHEDULE => ch.schedule(&client, &args).await,
             SCHEDULES => ch.schedules(&client).await,
-            UNSCHEDULE => match args.get("id").and_then(Value::as_i64) {
-                Some(id) => ch.unschedule(&client, id).await,
-                None => Err(Failure::invalid("id", "id must be a schedule's id (a number)")),
+            UNSCHEDULE => match parse::schedule_id(&args) {
+                Ok(id) => ch.unschedule(&client, id).await,
+                Err(f) => Err(f),
             },
             other => Err(Failure::new(
                 400,

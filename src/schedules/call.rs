@@ -11,6 +11,7 @@ use super::when::{self, When};
 use super::{Bounds, HORIZON_MS};
 use crate::agent::ToolSpec;
 use crate::blocks::cut;
+use crate::tools::args;
 use crate::tools::{
     MAX_FALLBACK, RICH_SEND, RichCall, RoomTarget, SCHEDULE, SCHEDULES, ToolError, ToolErrorCode, UNSCHEDULE, plan,
 };
@@ -154,12 +155,12 @@ pub fn plan_schedule(name: &str, args: &Value, now: i64, tz: Tz, bounds: &Bounds
         SCHEDULES => {
             let all_rooms = match given("all_rooms") {
                 None => false,
-                Some(v) => v.as_bool().ok_or_else(|| at("all_rooms", "all_rooms must be true or false"))?,
+                Some(v) => args::boolean(v).ok_or_else(|| at("all_rooms", "all_rooms must be true or false"))?,
             };
             Ok(ScheduleCall::List { all_rooms })
         }
         UNSCHEDULE => {
-            let id = given("id").and_then(Value::as_i64).filter(|id| *id > 0);
+            let id = given("id").and_then(args::integer).filter(|id| *id > 0);
             Ok(ScheduleCall::Cancel { id: id.ok_or_else(|| at("id", "id must be a schedule's id (a number)"))? })
         }
         _ => create(args, now, tz, bounds).map(ScheduleCall::Create),

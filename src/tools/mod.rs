@@ -8,6 +8,7 @@
 //! a tool result so it can fix its call. Nothing here does I/O: whether the caller may
 //! edit a message or post in a room is decided later, by the turn, against the store.
 
+pub mod args;
 mod plan;
 mod poll;
 pub mod registry;

@@ -133,17 +133,19 @@ pub fn plan_poll(name: &str, args: &Value) -> Result<PollCall, ToolError> {
     };
     let end_after_secs = match args.get("end_after_secs") {
         None | Some(Value::Null) => None,
-        Some(v) => match v.as_u64().filter(|s| END_AFTER.contains(s)) {
-            Some(s) => Some(s),
-            None => {
-                let (min, max) = (END_AFTER.start(), END_AFTER.end());
-                return Err(ToolError::at(
-                    InvalidArguments,
-                    "end_after_secs",
-                    format!("end_after_secs must be a whole number of seconds, {min}-{max}"),
-                ));
+        Some(v) => {
+            match super::args::integer(v).and_then(|s| u64::try_from(s).ok()).filter(|s| END_AFTER.contains(s)) {
+                Some(s) => Some(s),
+                None => {
+                    let (min, max) = (END_AFTER.start(), END_AFTER.end());
+                    return Err(ToolError::at(
+                        InvalidArguments,
+                        "end_after_secs",
+                        format!("end_after_secs must be a whole number of seconds, {min}-{max}"),
+                    ));
+                }
             }
-        },
+        }
     };
     Ok(PollCall::Start { question, answers, disclosed, end_after_secs })
 }
@@ -195,6 +197,14 @@ mod tests {
         ] {
             assert_eq!(code_path(plan_poll(RICH_POLL, &args)), ("invalid_arguments".into(), path.into()), "{args}");
         }
+    }
+
+    #[test]
+    fn a_polls_length_may_come_quoted_as_models_write_it() {
+        let args = json!({"question": "Q", "answers": ["a", "b"], "end_after_secs": "600"});
+        assert!(matches!(plan_poll(RICH_POLL, &args), Ok(PollCall::Start { end_after_secs: Some(600), .. })));
+        let args = json!({"question": "Q", "answers": ["a", "b"], "end_after_secs": "ten minutes"});
+        assert_eq!(code_path(plan_poll(RICH_POLL, &args)).1, "end_after_secs");
     }
 
     #[test]

@@ -83,7 +83,8 @@ fn pending_uploads(args: &Value) -> Result<(Value, Vec<Pending>), ToolError> {
             Some(Err(why)) => return Err(ToolError::at(ToolErrorCode::InvalidPayload, found.path, why)),
             None => continue,
         };
-        let name = holder.get("name").and_then(Value::as_str).unwrap_or("upload").to_owned();
+        let name = holder.get("name").and_then(Value::as_str).unwrap_or("upload");
+        let name = crate::invisible::strip_deceptive(name).into_owned();
         holder.insert(found.at.1.clone(), Value::String(PLACEHOLDER.to_owned()));
         pending.push(Pending { found, mimetype, bytes, name });
     }

@@ -458,3 +458,20 @@ fn url_fields_are_parsed_strictly() {
         assert!(e.contains("blocks[0] (place): url: must be an http(s) or mxc:// URL"), "{bad}: {e}");
     }
 }
+
+/// Characters that turn a line around or hide in it leave one-line fields (a file named
+/// `invoice<U+202E>fdp.exe` would show as `invoiceexe.pdf`); multi-line text, emoji
+/// sequences and joiners stay as written.
+#[test]
+fn one_line_fields_lose_bidi_and_zero_width_characters_and_text_keeps_them() {
+    let rich = Rich::checked(payload(vec![
+        json!({"type": "file", "url": "mxc://example.org/f", "name": "invoice\u{202E}fdp.exe"}),
+        json!({"type": "buttons", "buttons": [{"label": "Pay\u{200B}Pal \u{2066}ok\u{2069} 👨\u{200D}👩\u{200D}👧", "action": {"type": "react", "key": "✅"}}]}),
+        json!({"type": "code", "code": "let s = \"\u{202E}\";"}),
+    ]))
+    .expect("checked");
+    let value = rich.to_value();
+    assert_eq!(value["blocks"][0]["name"], "invoicefdp.exe");
+    assert_eq!(value["blocks"][1]["buttons"][0]["label"], "PayPal ok 👨\u{200D}👩\u{200D}👧");
+    assert_eq!(value["blocks"][2]["code"], "let s = \"\u{202E}\";", "code is multi-line text, as written");
+}

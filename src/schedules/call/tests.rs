@@ -100,6 +100,16 @@ fn bad_input_is_refused_at_its_path_with_what_to_do() {
 }
 
 #[test]
+fn ids_and_flags_may_come_quoted_as_models_write_them() {
+    let plan = |name, args: Value| plan_schedule(name, &args, now(), lisbon(), &Bounds::default());
+    for id in [json!(4), json!("4"), json!(" 4"), json!(4.0), json!("4.0")] {
+        assert!(matches!(plan(UNSCHEDULE, json!({ "id": id })), Ok(ScheduleCall::Cancel { id: 4 })), "{id}");
+    }
+    assert!(matches!(plan(SCHEDULES, json!({"all_rooms": "true"})), Ok(ScheduleCall::List { all_rooms: true })));
+    assert!(plan(UNSCHEDULE, json!({"id": "0"})).is_err(), "no schedule 0");
+}
+
+#[test]
 fn a_lower_min_interval_lets_a_rule_fire_that_often() {
     let bounds = Bounds { min_interval_ms: 5_000, ..Bounds::default() };
     let args = json!({"every": "FREQ=SECONDLY;INTERVAL=10", "message": "tick"});
