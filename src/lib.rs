@@ -210,9 +210,13 @@ pub async fn run(
     .with_schedules(parts::schedule_kit(&settings, ticker.clone()));
     let policy = parts::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
+    let agent_parts = (store.clone(), agent_outbox, agent_matrix);
+    let channel = parts::agents(&settings, agent_parts, metrics.clone(), parts::schedule_kit(&settings, ticker));
+    let clients = channel.clone().map(|c| c as Arc<dyn schedules::ClientRooms>);
     let mut rooms =
         room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy.clone(), metrics.clone())
-            .with_crypto(crypto.clone(), personas.clone(), policy.clone());
+            .with_crypto(crypto.clone(), personas.clone(), policy.clone())
+            .with_clients(clients);
     let mut inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone())
         .with_approvals(approvals)
         .with_crypto(crypto.clone());
@@ -233,9 +237,7 @@ pub async fn run(
     let pump = crypto.map(|c| tokio::spawn(c.run()));
     let keep = Duration::from_secs(bot.history_days.saturating_mul(86_400));
     let pruner = tokio::spawn(store.clone().keep_pruning(keep));
-    let agent_parts = (store.clone(), agent_outbox, agent_matrix);
-    let kit = parts::schedule_kit(&settings, ticker);
-    let agents_server = parts::agents(&settings, agent_parts, metrics.clone(), kit).await?;
+    let agents_server = parts::agents_serving(&settings, channel).await?;
     let metrics_server = match &settings.config.metrics.listen {
         Some(addr) => {
             let listener = TcpListener::bind(addr.as_str()).await?;

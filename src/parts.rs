@@ -82,16 +82,25 @@ impl Parts {
 
 /// How much of each MCP server's listing is offered (`limits.mcp_tools_per_server`).
 /// The agents' channel, served on `[agents] listen` when it is set.
-pub async fn agents(
+/// The agents' channel, when `agents.listen` is set (served by [`agents_serving`]).
+pub fn agents(
     settings: &Settings,
     parts: (store::Store, crate::outbox::Outbox, matrix::Client),
     metrics: std::sync::Arc<crate::metrics::Metrics>,
     schedules: crate::turn::ScheduleKit,
-) -> Result<Option<crate::agents::Serving>, Error> {
-    let Some(addr) = &settings.config.agents.listen else { return Ok(None) };
+) -> Option<std::sync::Arc<crate::agents::Channel>> {
+    settings.config.agents.listen.as_ref()?;
     let window = Duration::from_secs(settings.config.agents.idempotency_hours.saturating_mul(3600));
     let key = settings.config.bot.writer_key;
-    let channel = crate::agents::Channel::new(parts, metrics, settings.agents.clone(), (window, key), schedules);
+    Some(crate::agents::Channel::new(parts, metrics, settings.agents.clone(), (window, key), schedules))
+}
+
+/// `channel` served on `agents.listen`.
+pub async fn agents_serving(
+    settings: &Settings,
+    channel: Option<std::sync::Arc<crate::agents::Channel>>,
+) -> Result<Option<crate::agents::Serving>, Error> {
+    let (Some(addr), Some(channel)) = (&settings.config.agents.listen, channel) else { return Ok(None) };
     Ok(Some(crate::agents::Serving::start(addr, channel).await?))
 }
 

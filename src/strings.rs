@@ -138,6 +138,24 @@ pub fn schedule_late(due: &str) -> String {
     format!("⏰ Late: this was due {due}, while I was away.")
 }
 
+/// Told in the asker's DM when their schedule is stopped because its posts keep failing.
+pub fn schedule_stopped_failing(id: i64, title: Option<&str>, room: &ruma::RoomId, failures: i64) -> String {
+    let named = title.map(|t| format!(" ({t})")).unwrap_or_default();
+    format!(
+        "⏰ I stopped your schedule #{id}{named}: its last {failures} messages to {room} could not be posted there. \
+         Make it again when I can post there."
+    )
+}
+
+/// Told in the asker's DM when their scheduled rich message shows media they may not show.
+pub fn schedule_stopped_media(id: i64, title: Option<&str>) -> String {
+    let named = title.map(|t| format!(" ({t})")).unwrap_or_default();
+    format!(
+        "⏰ I stopped your schedule #{id}{named}: its message shows a picture or file that was not posted in a room \
+         you are in, so I won't post it."
+    )
+}
+
 /// Confirms `!reset`.
 pub const RESET: &str =
     "Done: I've set aside our conversation so far. It's still stored, but I won't use it from here on.";

@@ -7,7 +7,10 @@
 //!
 //! A client's schedule is the persona's own (its asker is the persona) and its origin
 //! names the client and the idempotency key: the same key makes no second schedule, and
-//! a client sees and cancels only its own. Each occurrence fires once, as members' do.
+//! a client sees and cancels only its own. Each client has its own bound
+//! (`schedules.per_user`): clients of one persona need not trust each other. Each
+//! occurrence fires once, as members' do; one whose client is gone from the config, or
+//! may no longer post in its room, is stopped when it comes due (`ClientRooms`).
 
 use serde_json::{Map, Value, json};
 
@@ -45,10 +48,14 @@ impl Channel {
             .collect();
         let now = now_ms();
         let (bounds, zone) = (self.schedules.bounds, self.schedules.timezone.unwrap_or(chrono_tz::UTC));
-        let ScheduleCall::Create(new) = plan_schedule(SCHEDULE, &Value::Object(when_what), now, zone, &bounds)? else {
+        let planned =
+            schedules::off_workers(move || plan_schedule(SCHEDULE, &Value::Object(when_what), now, zone, &bounds));
+        let ScheduleCall::Create(new) = planned.await? else {
             return Err(Failure::internal("a schedule call that makes none"));
         };
         let room = self.room_for(client, direct, &to).await?;
+        let when = new.when.clone();
+        let next = schedules::off_workers(move || when.next_after(now)).await;
         let (at_ms, rrule, tz, start_ms) = match &new.when {
             When::At(at) => (Some(*at), None, zone, None),
             When::Every { rule, tz, start } => (None, Some(rule.as_str()), *tz, Some(*start)),
@@ -68,8 +75,9 @@ impl Channel {
             rrule,
             tz: tz.name(),
             start_ms,
-            next_at: new.when.next_after(now).unwrap_or(now),
+            next_at: next.unwrap_or(now),
             created_at: now,
+            client: Some(&client.name),
         };
         let id = match self.store.create_schedule(&row, (bounds.per_user, bounds.per_room)).await {
             Ok(Ok(id)) => id,
@@ -81,20 +89,23 @@ impl Channel {
         }
         tracing::info!(client = client.name, schedule = id, %room, "agent client made a schedule");
         let made = self.store.schedule(id).await.map_err(Failure::internal)?;
-        made.map(|r| schedules::describe(&r, now, SHOWN)).ok_or_else(|| Failure::internal("the schedule vanished"))
+        let made = made.ok_or_else(|| Failure::internal("the schedule vanished"))?;
+        Ok(schedules::off_workers(move || schedules::describe(&made, now, SHOWN)).await)
     }
 
     /// `client`'s active schedules.
     pub async fn schedules(&self, client: &Client) -> Result<Value, Failure> {
         let now = now_ms();
-        let listed: Vec<Value> = self.own(client).await?.iter().map(|r| schedules::describe(r, now, SHOWN)).collect();
+        let own = self.own(client).await?;
+        let listed: Vec<Value> =
+            schedules::off_workers(move || own.iter().map(|r| schedules::describe(r, now, SHOWN)).collect()).await;
         Ok(json!({"schedules": listed}))
     }
 
     /// Cancels one of `client`'s schedules.
     pub async fn unschedule(&self, client: &Client, id: i64) -> Result<Value, Failure> {
         let row = self.store.schedule(id).await.map_err(Failure::internal)?;
-        let theirs = row.is_some_and(|r| r.origin.starts_with(&prefix(client)) && r.state == "active");
+        let theirs = row.is_some_and(|r| r.client.as_deref() == Some(client.name.as_str()) && r.state == "active");
         let why = format!("cancelled by agent client {}", client.name);
         if !theirs || !self.store.end_schedule(id, "cancelled", &why, now_ms()).await.map_err(Failure::internal)? {
             return Err(Failure::new(404, "not_found", format!("{id} is not an active schedule of yours")).at("id"));
@@ -105,7 +116,7 @@ impl Channel {
 
     async fn own(&self, client: &Client) -> Result<Vec<ScheduleRow>, Failure> {
         let rows = self.store.active_schedules(Some(&client.persona), None).await.map_err(Failure::internal)?;
-        Ok(rows.into_iter().filter(|r| r.origin.starts_with(&prefix(client))).collect())
+        Ok(rows.into_iter().filter(|r| r.client.as_deref() == Some(client.name.as_str())).collect())
     }
 }
 
@@ -114,10 +125,24 @@ fn prefix(client: &Client) -> String {
     format!("agent:{}:", client.name)
 }
 
+#[async_trait::async_trait]
+impl schedules::ClientRooms for Channel {
+    async fn may_still_post(&self, client: &str, room: &ruma::RoomId) -> Result<Option<String>, String> {
+        let Some(c) = self.clients.iter().find(|c| c.name == client) else {
+            return Ok(Some(format!("its agent client {client} is no longer configured")));
+        };
+        match self.still_allowed(c, room).await {
+            Ok(()) => Ok(None),
+            Err(f) if f.status == 403 => Ok(Some(format!("its agent client {client} may no longer post in the room"))),
+            Err(f) => Err(f.error),
+        }
+    }
+}
+
 fn too_many(over: Over) -> Failure {
     let error = match over {
         Over::PerUser(n) => {
-            format!("the persona has {n} active schedules, the most allowed (schedules.per_user); cancel one first")
+            format!("this client has {n} active schedules, the most allowed (schedules.per_user); cancel one first")
         }
         Over::PerRoom(n) => {
             format!("that room has {n} active schedules, the most allowed (schedules.per_room); cancel one first")

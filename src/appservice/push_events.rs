@@ -8,7 +8,8 @@
 //!
 //! The body is read only once the transaction has its permit (so at most
 //! `max_concurrent_transactions` bodies are in memory at once), within [`BODY_READ`] and
-//! `max_body_bytes`. It is parsed as ruma's wire shape, `events: [Raw<AnyTimelineEvent>]`,
+//! `max_body_bytes`; one over the limit is read and dropped as it comes, then answered
+//! 503 (`busy`), so the homeserver reads the answer instead of a reset connection. It is parsed as ruma's wire shape, `events: [Raw<AnyTimelineEvent>]`,
 //! borrowed: each event stays the JSON text it came as, in the request's own buffer (no
 //! value tree is built, nothing is copied or re-serialized before the store), and the
 //! count is checked while parsing, so a body of millions of tiny events costs no more
@@ -103,6 +104,31 @@ impl<'de: 'a, 'a> Deserialize<'de> for Events<'a> {
         d.deserialize_seq(Bounded)
     }
 }
+/// Over the limit of transactions at once: 503 with `Retry-After`, once the body has been
+/// read and dropped as it came (bounded by `max` bytes and [`BODY_READ`], nothing kept).
+/// Answering before the body is read would close the connection with the upload unread,
+/// and the homeserver would see the connection reset instead of the 503 it can act on.
+async fn busy(body: HttpBody, max: usize) -> Response {
+    use futures::StreamExt;
+    let mut chunks = body.into_data_stream();
+    let drained = tokio::time::timeout(BODY_READ, async {
+        let mut read = 0usize;
+        while let Some(Ok(chunk)) = chunks.next().await {
+            read += chunk.len();
+            if read > max {
+                return false;
+            }
+        }
+        true
+    });
+    let mut response = ApiError::Busy.into_response();
+    if !drained.await.unwrap_or(false) {
+        // Not all of it could be read: the connection is not reused.
+        response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    }
+    response
+}
+
 /// Bodies larger than this are parsed on the blocking pool, off the async workers.
 const PARSE_INLINE_BYTES: usize = 256 * 1024;
 
@@ -110,7 +136,7 @@ pub async fn push_events(State(state): State<AppState>, Path(txn_id): Path<Strin
     // Bounded concurrency: a token holder cannot make richbot read, parse and store
     // without end; the body is not read before the permit.
     let Ok(_permit) = state.transactions.clone().try_acquire_owned() else {
-        return ApiError::Busy.into_response();
+        return busy(body, state.max_body).await;
     };
     let bytes = match tokio::time::timeout(BODY_READ, axum::body::to_bytes(body, state.max_body)).await {
         Ok(Ok(bytes)) => bytes,

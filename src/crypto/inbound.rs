@@ -1,12 +1,7 @@
-//! Inbound: what the homeserver pushed for a persona's device goes to its machine (room
-//! keys, Olm sessions, device list changes, one-time key counts), and encrypted room
-//! events are decrypted into the clear event the rest of richbot sees.
-//!
-//! The crypto inbox is taken in order, a batch at a time, each row through
-//! `receive_sync_changes` (which stores what it learnt before returning), then the
-//! machine's own requests go out (one-time keys to replenish, devices to query) and the
-//! rows are deleted. A crash between the two hands a row over again: its Olm messages are
-//! known by their hash and refused the second time, the rest is idempotent.
+//! Inbound: one crypto inbox row through a persona's machine (room keys, Olm sessions,
+//! device list changes, one-time key counts: `receive_sync_changes`, which stores what it
+//! learnt before returning), and encrypted room events decrypted into the clear event
+//! the rest of richbot sees. Taking the inbox in order is `inbox`'s.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -23,75 +18,12 @@ use serde_json::Value;
 
 use super::machine::Held;
 use super::pushed::Pushed;
-use super::requests::{self, Device};
-use super::{Counters, Decryption, Error};
+use super::{Counters, Decryption, Error, Settled};
 use crate::clock::now_ms;
 use crate::store::Store;
 
-/// Crypto inbox rows taken at once.
-const BATCH: i64 = 50;
-
-/// Failed attempts at one crypto inbox row before it is set aside.
-pub const ATTEMPTS: i64 = 3;
-
-/// Hands `held`'s persona everything in its crypto inbox; returns the room keys that
-/// arrived, as `(room, session id)`, and the verification requests to cancel once the
-/// persona's crypto is let go (`verify::send`).
-///
-/// A row the machine fails on is counted; the machine is dropped (what it holds in memory
-/// may be ahead of what was saved) and the failure returned, so the row is tried again on
-/// a machine built afresh. At the [`ATTEMPTS`]-th failure the row is set aside instead
-/// (logged, counted), and the rows behind it flow: one message nobody can store must not
-/// stop the persona reading and writing in every encrypted room.
-pub async fn settle(
-    held: &Held<'_>,
-    dev: Device<'_>,
-    store: &crate::store::Store,
-    counters: &Counters,
-) -> Result<Settled, Error> {
-    let persona = dev.user.as_str();
-    let mut settled = Settled::default();
-    loop {
-        let rows = store.crypto_inbox(persona, BATCH).await?;
-        let Some(&(last, _)) = rows.last() else { break };
-        for (seq, body) in &rows {
-            let pushed: Pushed = match serde_json::from_str(body) {
-                Ok(p) => p,
-                Err(e) => {
-                    tracing::warn!(persona, seq, error = %e, "a crypto inbox row is not readable; skipped");
-                    continue;
-                }
-            };
-            match Box::pin(receive(held, dev.device, pushed)).await {
-                Ok((keys, asks)) => {
-                    settled.0.extend(keys);
-                    settled.1.extend(asks);
-                }
-                Err(e) => {
-                    held.spoil();
-                    // Not the row's fault when this instance lost the lease: the holder takes it.
-                    held.fence().await?;
-                    let why = e.to_string();
-                    if store.crypto_inbox_failed(persona, *seq, ATTEMPTS, &why, now_ms()).await? {
-                        tracing::warn!(persona, seq, error = why, "a crypto inbox row kept failing; set aside");
-                        counters.set_aside.fetch_add(1, Ordering::Relaxed);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        held.fence().await?;
-        Box::pin(requests::flush(dev, &held.machine)).await?;
-        store.crypto_inbox_done(persona, last).await?;
-        if rows.len() < BATCH as usize {
-            break;
-        }
-    }
-    Ok(settled)
-}
-
 /// One row through the machine: the room keys it brought, and the verification requests.
-async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Settled, Error> {
+pub(super) async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Settled, Error> {
     let to_device: Vec<Raw<AnyToDeviceEvent>> = pushed
         .to_device
         .iter()
@@ -123,9 +55,6 @@ async fn receive(held: &Held<'_>, device: &str, pushed: Pushed) -> Result<Settle
     let keys = keys.into_iter().map(|k| (k.room_id.to_string(), k.session_id)).collect();
     Ok((keys, super::verify::requests(&held.machine, &events)))
 }
-
-/// Room keys as `(room, session id)`, and verification requests to cancel.
-pub type Settled = (Vec<(String, String)>, Vec<super::verify::Ask>);
 
 fn users(ids: &[String]) -> Vec<CryptoUserId> {
     ids.iter().filter_map(|u| CryptoUserId::try_from(u.as_str()).ok()).collect()

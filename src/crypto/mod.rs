@@ -14,8 +14,10 @@
 //! that the homeserver delivers to-device messages and key counts at all; `pump` is the
 //! background task that keeps the inbox taken and gives up on keys that never come.
 
+mod apart;
 mod device;
 mod inbound;
+mod inbox;
 mod machine;
 mod outbound;
 mod probe;
@@ -80,6 +82,10 @@ pub enum Decryption {
     /// Not decryptable at all (a broken or forged event), with why.
     Undecryptable(String),
 }
+
+/// What a persona's crypto inbox brought: room keys as `(room, session id)`, and the
+/// verification requests to cancel once its crypto is let go (`verify::send`).
+pub type Settled = (Vec<(String, String)>, Vec<verify::Ask>);
 
 /// What encryption did, for operators.
 #[derive(Debug, Default)]
@@ -172,14 +178,14 @@ impl Crypto {
         let i = &self.inner;
         let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
         let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-        let settled = Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await;
+        let settled = Box::pin(inbox::settle(&held, dev, &i.store, &i.counters)).await;
         held.release().await;
         self.settled(dev, settled?).await
     }
 
     /// After the persona's crypto is let go: the events waiting for the keys that came are
     /// queued again, and the verification requests that came are cancelled.
-    async fn settled(&self, dev: Device<'_>, (keys, asks): inbound::Settled) -> Result<(), Error> {
+    async fn settled(&self, dev: Device<'_>, (keys, asks): Settled) -> Result<(), Error> {
         Box::pin(verify::send(dev, &asks)).await;
         if keys.is_empty() {
             return Ok(());
@@ -201,7 +207,7 @@ impl Crypto {
             let (Ok(slot), Ok(device)) = (self.slot(persona), self.device(persona).await) else { continue };
             let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
             let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-            let settled = Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await;
+            let settled = Box::pin(inbox::settle(&held, dev, &i.store, &i.counters)).await;
             let decrypted = Box::pin(inbound::decrypt(&held, room.as_str(), event)).await;
             held.release().await;
             self.settled(dev, settled?).await?;
@@ -259,14 +265,14 @@ impl Crypto {
         let device = self.device(persona).await?;
         let held = Box::pin(slot.hold(&i.store, i.sharing.as_ref())).await?;
         let dev = Device { matrix: &i.matrix, user: persona, device: &device };
-        let (settled, sealed) = match Box::pin(inbound::settle(&held, dev, &i.store, &i.counters)).await {
+        let (settled, sealed) = match Box::pin(inbox::settle(&held, dev, &i.store, &i.counters)).await {
             Ok(settled) => {
                 let encrypting =
                     outbound::encrypt(&held, dev, (room.as_str(), &encryption), &readers, (event_type, content));
                 let sealed = Box::pin(encrypting).await;
                 (settled, sealed)
             }
-            Err(e) => (inbound::Settled::default(), Err(e)),
+            Err(e) => (Settled::default(), Err(e)),
         };
         held.release().await;
         self.settled(dev, settled).await?;

@@ -54,7 +54,7 @@ pub struct Pushed {
 }
 
 impl Pushed {
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.to_device.is_empty()
             && self.device_lists.changed.is_empty()
             && self.device_lists.left.is_empty()

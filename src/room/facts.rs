@@ -54,11 +54,14 @@ pub struct Triage {
     pub(super) store: Store,
     pub(super) personas: Personas,
     pub(super) policy: Policy,
+    /// Who answers for the agents' clients, when their schedules come due (none: no
+    /// client is configured).
+    pub(super) clients: Option<std::sync::Arc<dyn crate::schedules::ClientRooms>>,
 }
 
 impl Triage {
     pub fn new(store: Store, personas: Personas, policy: Policy) -> Self {
-        Self { store, personas, policy }
+        Self { store, personas, policy, clients: None }
     }
 
     /// Whether `event` came too late to answer (see `triggers::is_stale`).

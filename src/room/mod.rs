@@ -136,6 +136,13 @@ impl Deps {
         self
     }
 
+    /// Asks `clients` (the agents' channel) whether a client's schedule may still post
+    /// when it comes due.
+    pub fn with_clients(mut self, clients: Option<Arc<dyn crate::schedules::ClientRooms>>) -> Self {
+        self.worker.triage.clients = clients;
+        self
+    }
+
     /// Shares the rooms with other instances on the same database through `leases`: a
     /// room is stepped only under its lease, and any room may hold a turn another
     /// instance left running.

@@ -35,11 +35,16 @@ impl Commands {
                 }
                 let whose = if steward { "Schedules in this room" } else { "Your schedules in this room" };
                 let mut text = format!("{whose} ({}):", rows.len());
-                for row in rows.iter().take(LISTED) {
-                    text.push_str(&format!("\n- {}", schedules::line(row, now)));
+                let more = rows.len().saturating_sub(LISTED);
+                let lines = schedules::off_workers(move || {
+                    rows.iter().take(LISTED).map(|row| schedules::line(row, now)).collect::<Vec<_>>()
+                })
+                .await;
+                for line in lines {
+                    text.push_str(&format!("\n- {line}"));
                 }
-                if rows.len() > LISTED {
-                    text.push_str(&format!("\n… and {} more.", rows.len() - LISTED));
+                if more > 0 {
+                    text.push_str(&format!("\n… and {more} more."));
                 }
                 text.push_str("\nCancel one with `!unschedule <id>`.");
                 text

@@ -42,7 +42,7 @@ use crate::turn::{Outcome, Press, Turns};
 #[derive(Debug)]
 pub struct Worker {
     store: Store,
-    triage: Triage,
+    pub(super) triage: Triage,
     pub(super) membership: Membership,
     commands: Commands,
     turns: Turns,

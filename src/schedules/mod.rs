@@ -8,6 +8,11 @@
 //!   occurrence (marked late when it is), skip older ones, or stop.
 //! - `ticker`: the task that fires due occurrences, woken when a schedule is made.
 //!
+//! Expanding a rule is CPU work that a hostile rule makes long: it runs off the async
+//! workers ([`off_workers`]), at most `when`'s bound of steps, and a `COUNT` is made an
+//! `UNTIL` when the schedule is made, so every recurrence can be started again from its
+//! latest time instead of expanded from its first for ever.
+//!
 //! **Exactly once.** An occurrence fires by becoming an event in the room's inbox
 //! ([`EVENT_TYPE`], its id made of the schedule's and the occurrence's, [`event_id`]),
 //! then the schedule's `next_at` moves on. The inbox takes an event id once, so two
@@ -28,6 +33,27 @@ use serde_json::{Value, json};
 pub use call::{Body, NewSchedule, ScheduleCall, plan_schedule, schedule_specs};
 pub use ticker::Ticker;
 pub use when::When;
+
+/// Whether an agents' client may still post in a room, asked when its schedule comes due
+/// (the channel answers: `agents`, above the room stage that asks). A client removed from
+/// the config, or narrowed to other rooms, has its schedules stopped.
+#[async_trait::async_trait]
+pub trait ClientRooms: Send + Sync + std::fmt::Debug {
+    /// `Ok(None)`: it may; `Ok(Some(why))`: it may not, and why; `Err`: this cannot be
+    /// told now (the homeserver is down), ask again later.
+    async fn may_still_post(&self, client: &str, room: &ruma::RoomId) -> Result<Option<String>, String>;
+}
+
+/// Runs `work` on a blocking thread, off the async workers that serve every room: it
+/// expands rules (`when`), and a sparse rule (one that matches rarely) takes up to
+/// `when`'s bound of steps to say so. Every expansion outside the pure tests goes here.
+pub async fn off_workers<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("a schedule's expansion was cancelled: {e}"),
+    }
+}
 
 /// The type of the inbox event an occurrence becomes.
 pub const EVENT_TYPE: &str = "org.richbot.schedule";

@@ -38,7 +38,9 @@ pub fn time(text: &str) -> Result<i64, String> {
 }
 
 /// Reads an RFC 5545 rule (`FREQ=...`, with or without the `RRULE:` name); a rule that
-/// cannot be expanded from `start` in `tz` is refused with why.
+/// cannot be expanded from `start` in `tz` is refused with why. A `COUNT` becomes the
+/// `UNTIL` of its last time ([`until_for_count`]). Expands the rule: call it off the
+/// async workers (`schedules::off_workers`).
 pub fn rule(text: &str, tz: Tz, start: i64) -> Result<String, String> {
     let text = text.trim();
     let body = text.strip_prefix("RRULE:").unwrap_or(text);
@@ -47,8 +49,36 @@ pub fn rule(text: &str, tz: Tz, start: i64) -> Result<String, String> {
     }
     let parsed: RRule<Unvalidated> =
         body.parse().map_err(|e| format!("not an RFC 5545 recurrence rule ({e}); for example FREQ=DAILY;BYHOUR=9"))?;
-    parsed.build(local(start, tz)).map_err(|e| format!("the rule cannot be used: {e}"))?;
-    Ok(body.to_owned())
+    let count = parsed.get_count();
+    let set = parsed.build(local(start, tz)).map_err(|e| format!("the rule cannot be used: {e}"))?;
+    match count {
+        None => Ok(body.to_owned()),
+        Some(n) => until_for_count(body, set, n),
+    }
+}
+
+/// `body` with its `COUNT=n` made the `UNTIL` of its `n`th time, so that the rule can be
+/// started again at any of its times (`When::rebased`) and still end there: counted from
+/// a later start, `COUNT` would count again.
+fn until_for_count(body: &str, set: RRuleSet, n: u32) -> Result<String, String> {
+    let wanted = usize::try_from(n).unwrap_or(usize::MAX);
+    if wanted > LOOK_AT {
+        return Err(format!("COUNT may be at most {LOOK_AT}; give an UNTIL time for longer"));
+    }
+    let last = (&set.limit()).into_iter().take(wanted).last().ok_or("it never fires")?;
+    let until = last.with_timezone(&Utc).format("%Y%m%dT%H%M%SZ");
+    let parts: Vec<String> =
+        body.split(';')
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| {
+                if p.trim().to_ascii_uppercase().starts_with("COUNT=") {
+                    format!("UNTIL={until}")
+                } else {
+                    p.to_owned()
+                }
+            })
+            .collect();
+    Ok(parts.join(";"))
 }
 
 impl When {
@@ -186,7 +216,29 @@ mod tests {
         let rebased = When::Every { rule, tz, start: every.rebased(later).expect("rebased") };
         assert_eq!(rebased.after(later, 5), every.after(later, 5));
         let counted = When::Every { rule: "FREQ=DAILY;COUNT=3".into(), tz, start };
-        assert_eq!(counted.rebased(start + 86_400_000), None, "a counted rule keeps its start");
+        assert_eq!(
+            counted.rebased(start + 86_400_000),
+            None,
+            "a counted rule (stored before COUNT was read) keeps its start"
+        );
+    }
+
+    #[test]
+    fn a_count_becomes_the_until_of_its_last_time_so_a_rebased_rule_ends_there_too() {
+        let tz = zone("Europe/Lisbon").expect("zone");
+        let start = ms("2026-12-05T09:00:00Z");
+        let rule = rule("FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0;COUNT=3", tz, start).expect("rule");
+        assert_eq!(rule, "FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0;UNTIL=20261207T090000Z");
+        let every = When::Every { rule: rule.clone(), tz, start };
+        let times = every.after(start - 1, 10);
+        assert_eq!(times.len(), 3, "three times, as counted");
+        let rebased = When::Every { rule, tz, start: every.rebased(times[1]).expect("rebased") };
+        assert_eq!(
+            rebased.after(times[1], 10),
+            [times[2]],
+            "started again at its second time, it still ends at its third"
+        );
+        assert!(super::rule("FREQ=SECONDLY;COUNT=200000", tz, start).unwrap_err().contains("COUNT may be at most"));
     }
 
     #[test]

@@ -1,7 +1,6 @@
-//! What moves through the personas' crypto: the crypto inbox (what the homeserver pushed
-//! for their devices, until their crypto has taken it), the crypto leases (among several
-//! instances, who advances a persona's Olm state), and the encrypted events waiting for
-//! their room key (`key_waits`).
+//! What moves through the personas' crypto besides its inbox (`crypto_inbox`): the
+//! crypto leases (among several instances, who advances a persona's Olm state), and the
+//! encrypted events waiting for their room key (`key_waits`).
 
 use ruma::{OwnedRoomId, RoomId};
 use sqlx::Row;
@@ -12,113 +11,7 @@ use super::{Result, Store, id};
 /// (0) nor done (1), so the room goes on without them.
 pub const WAITING_FOR_KEY: i64 = 2;
 
-/// Crypto inbox rows set aside that are kept per persona (the newest).
-pub const ASIDE_KEPT: i64 = 1000;
-
-/// `s` with control characters (a NUL among them, which PostgreSQL refuses in text)
-/// replaced, for text that may quote what a stranger sent.
-fn printable(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() && c != '\n' { '\u{fffd}' } else { c }).collect()
-}
-
 impl Store {
-    /// Stores what a transaction brought for the personas' devices: `(persona, body)`.
-    pub async fn crypto_inbox_add(&self, rows: &[(String, String)], now: i64) -> Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let mut tx = self.writer.begin().await?;
-        for (persona, body) in rows {
-            sqlx::query("INSERT INTO crypto_inbox (persona, body, received_at) VALUES ($1, $2, $3)")
-                .bind(persona.as_str())
-                .bind(body.as_str())
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Up to `limit` of `persona`'s crypto inbox, oldest first: `(seq, body)`.
-    pub async fn crypto_inbox(&self, persona: &str, limit: i64) -> Result<Vec<(i64, String)>> {
-        let rows = sqlx::query("SELECT seq, body FROM crypto_inbox WHERE persona = $1 ORDER BY seq LIMIT $2")
-            .bind(persona)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(|r| Ok((r.try_get("seq")?, r.try_get("body")?))).collect()
-    }
-
-    /// `persona`'s crypto has taken its inbox up to `seq`.
-    pub async fn crypto_inbox_done(&self, persona: &str, seq: i64) -> Result<()> {
-        sqlx::query("DELETE FROM crypto_inbox WHERE persona = $1 AND seq <= $2")
-            .bind(persona)
-            .bind(seq)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
-    }
-
-    /// One more failed attempt at `persona`'s inbox row `seq` (`error`: why). At the
-    /// `max`-th the row is set aside (moved to `crypto_inbox_aside`, which keeps the
-    /// newest [`ASIDE_KEPT`] per persona) and `true` is returned: the rows behind it flow.
-    pub async fn crypto_inbox_failed(&self, persona: &str, seq: i64, max: i64, error: &str, now: i64) -> Result<bool> {
-        let mut tx = self.writer.begin().await?;
-        let attempts: Option<i64> = sqlx::query(
-            "UPDATE crypto_inbox SET attempts = attempts + 1 WHERE persona = $1 AND seq = $2 RETURNING attempts",
-        )
-        .bind(persona)
-        .bind(seq)
-        .fetch_optional(&mut *tx)
-        .await?
-        .map(|r| r.try_get("attempts"))
-        .transpose()?;
-        let aside = attempts.is_some_and(|n| n >= max);
-        if aside {
-            sqlx::query(
-                "INSERT INTO crypto_inbox_aside (seq, persona, body, received_at, set_aside_at, error)
-                 SELECT seq, persona, body, received_at, $3, $4 FROM crypto_inbox WHERE persona = $1 AND seq = $2",
-            )
-            .bind(persona)
-            .bind(seq)
-            .bind(now)
-            .bind(printable(error))
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query("DELETE FROM crypto_inbox WHERE persona = $1 AND seq = $2")
-                .bind(persona)
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "DELETE FROM crypto_inbox_aside WHERE persona = $1 AND seq NOT IN
-                 (SELECT seq FROM crypto_inbox_aside WHERE persona = $1 ORDER BY seq DESC LIMIT $2)",
-            )
-            .bind(persona)
-            .bind(ASIDE_KEPT)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(aside)
-    }
-
-    /// `persona`'s inbox rows set aside, oldest first: `(seq, error)`.
-    pub async fn crypto_inbox_aside(&self, persona: &str) -> Result<Vec<(i64, String)>> {
-        let rows = sqlx::query("SELECT seq, error FROM crypto_inbox_aside WHERE persona = $1 ORDER BY seq")
-            .bind(persona)
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(|r| Ok((r.try_get("seq")?, r.try_get("error")?))).collect()
-    }
-
-    /// The personas with something in their crypto inbox.
-    pub async fn crypto_inbox_personas(&self) -> Result<Vec<String>> {
-        let rows = sqlx::query("SELECT DISTINCT persona FROM crypto_inbox").fetch_all(&self.pool).await?;
-        rows.iter().map(|r| Ok(r.try_get("persona")?)).collect()
-    }
-
     /// Claims `persona`'s crypto for `holder` (session: its `serve` lock's backend) until
     /// `now + lease_ms`, unless another holds a live lease. Returns the lease's generation
     /// when `holder` has it: it changes whenever the lease changes hands, so a holder whose

@@ -30,6 +30,10 @@ pub struct ScheduleRow {
     pub state: String,
     pub fired: i64,
     pub created_at: i64,
+    /// The agents' client that made it (`None`: a member, through a turn).
+    pub client: Option<String>,
+    /// Its occurrences that failed to be posted, in a row.
+    pub failures: i64,
 }
 
 /// A schedule to make; `origin` names what makes it (a repeat of it makes none).
@@ -48,6 +52,9 @@ pub struct NewScheduleRow<'a> {
     pub start_ms: Option<i64>,
     pub next_at: i64,
     pub created_at: i64,
+    /// The agents' client making it; its schedules are bounded apart from the persona's
+    /// members' and from other clients'.
+    pub client: Option<&'a str>,
 }
 
 /// Why a schedule was not made: a bound, with its number.
@@ -58,7 +65,7 @@ pub enum Over {
 }
 
 const COLUMNS: &str = "id, origin, room_id, persona, asker, title, kind, body, at_ms, rrule, tz, start_ms, next_at, state, \
-                       fired, created_at";
+                       fired, created_at, client, failures";
 
 fn parse(row: &AnyRow) -> Result<ScheduleRow> {
     Ok(ScheduleRow {
@@ -78,6 +85,8 @@ fn parse(row: &AnyRow) -> Result<ScheduleRow> {
         state: row.try_get("state")?,
         fired: row.try_get("fired")?,
         created_at: row.try_get("created_at")?,
+        client: row.try_get("client")?,
+        failures: row.try_get("failures")?,
     })
 }
 
@@ -91,22 +100,26 @@ impl Store {
         if let Some(row) = made {
             return Ok(Ok(row.try_get("id")?));
         }
-        let count = |column: &'static str| {
-            format!("SELECT COUNT(*) AS n FROM schedules WHERE {column} = $1 AND state = 'active'")
+        // Whose bound: an agents' client's own, or the member's (their schedules through
+        // turns); clients of one persona do not share one.
+        let (owner, whose) = match s.client {
+            Some(client) => ("client = $1", client),
+            None => ("asker = $1 AND client IS NULL", s.asker.as_str()),
         };
-        let mine: i64 = sqlx::query(&count("asker")).bind(s.asker.as_str()).fetch_one(&mut *tx).await?.try_get("n")?;
+        let count = |whose: &str| format!("SELECT COUNT(*) AS n FROM schedules WHERE {whose} AND state = 'active'");
+        let mine: i64 = sqlx::query(&count(owner)).bind(whose).fetch_one(&mut *tx).await?.try_get("n")?;
         if mine >= i64::from(limits.0) {
             return Ok(Err(Over::PerUser(limits.0)));
         }
         let here: i64 =
-            sqlx::query(&count("room_id")).bind(s.room_id.as_str()).fetch_one(&mut *tx).await?.try_get("n")?;
+            sqlx::query(&count("room_id = $1")).bind(s.room_id.as_str()).fetch_one(&mut *tx).await?.try_get("n")?;
         if here >= i64::from(limits.1) {
             return Ok(Err(Over::PerRoom(limits.1)));
         }
         let row = sqlx::query(
             "INSERT INTO schedules (origin, room_id, persona, asker, title, kind, body, at_ms, rrule, tz, start_ms,
-             next_at, state, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'active', $13)
-             RETURNING id",
+             next_at, state, created_at, client) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'active',
+             $13, $14) RETURNING id",
         )
         .bind(s.origin)
         .bind(s.room_id.as_str())
@@ -121,6 +134,7 @@ impl Store {
         .bind(s.start_ms)
         .bind(s.next_at)
         .bind(s.created_at)
+        .bind(s.client)
         .fetch_one(&mut *tx)
         .await?;
         let id = row.try_get("id")?;
@@ -201,6 +215,24 @@ impl Store {
             format!("UPDATE schedules SET state = $1, ended_why = $2, ended_at = $3 WHERE id = $4 AND state IN {from}");
         let result = sqlx::query(&sql).bind(state).bind(why).bind(now).bind(id).execute(&self.writer).await?;
         Ok(result.rows_affected() == 1)
+    }
+
+    /// An occurrence of schedule `id` was posted: its failures in a row start again.
+    pub async fn schedule_posted(&self, id: i64) -> Result<()> {
+        sqlx::query("UPDATE schedules SET failures = 0 WHERE id = $1 AND failures <> 0")
+            .bind(id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// An occurrence of schedule `id` could not be posted: how many have failed in a row.
+    pub async fn schedule_post_failed(&self, id: i64) -> Result<i64> {
+        let row = sqlx::query("UPDATE schedules SET failures = failures + 1 WHERE id = $1 RETURNING failures")
+            .bind(id)
+            .fetch_optional(&self.writer)
+            .await?;
+        Ok(row.map(|r| r.try_get("failures")).transpose()?.unwrap_or(0))
     }
 
     /// How many schedules are active.

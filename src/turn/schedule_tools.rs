@@ -24,10 +24,22 @@ impl Runner<'_> {
     pub(super) async fn schedule(&self, call: &ToolCall, args: &Value) -> Result<Value, Stop> {
         let (scope, kit, now) = (self.scope, self.kit.schedules, now_ms());
         let tz = zone_of(self.store, &scope.asker, kit.timezone).await.map_err(internal)?.unwrap_or(chrono_tz::UTC);
-        match plan_schedule(&call.name, args, now, tz, &kit.bounds)? {
+        let (name, owned, bounds) = (call.name.clone(), args.clone(), kit.bounds);
+        match schedules::off_workers(move || plan_schedule(&name, &owned, now, tz, &bounds)).await? {
             ScheduleCall::Create(new) => {
                 let room = targets::resolve(self.store, self.outbox, scope, &new.room).await?;
-                let next = new.when.next_after(now).unwrap_or(now);
+                // The media a rich message shows are checked as `rich_send` checks them (and
+                // again when it is posted).
+                if let schedules::Body::Rich { payload, .. } = &new.body {
+                    super::uploads::media_allowed(self.store, scope, payload).await.map_err(|e| {
+                        let path =
+                            e.path.as_deref().map_or_else(|| "message.payload".to_owned(), |p| format!("message.{p}"));
+                        Stop::Tool(ToolError { path: Some(path), ..e })
+                    })?;
+                }
+                let when = new.when.clone();
+                let times = schedules::off_workers(move || when.after(now, SHOWN_TIMES)).await;
+                let next = times.first().copied().unwrap_or(now);
                 let (at_ms, rrule, zone, start_ms) = match &new.when {
                     When::At(at) => (Some(*at), None, tz, None),
                     When::Every { rule, tz, start } => (None, Some(rule.as_str()), *tz, Some(*start)),
@@ -48,6 +60,7 @@ impl Runner<'_> {
                     start_ms,
                     next_at: next,
                     created_at: now,
+                    client: None,
                 };
                 let limits = (kit.bounds.per_user, kit.bounds.per_room);
                 let id = match self.store.create_schedule(&row, limits).await.map_err(internal)? {
@@ -58,18 +71,16 @@ impl Runner<'_> {
                     ticker.made();
                 }
                 tracing::info!(schedule = id, room = %room, asker = %scope.asker, "schedule made");
-                let times: Vec<String> = new
-                    .when
-                    .after(now, SHOWN_TIMES)
-                    .into_iter()
-                    .map(|t| schedules::when::rfc3339_in(t, zone))
-                    .collect();
+                let times: Vec<String> = times.into_iter().map(|t| schedules::when::rfc3339_in(t, zone)).collect();
                 Ok(json!({"id": id, "room": room, "tz": zone.name(), "next": times}))
             }
             ScheduleCall::List { all_rooms } => {
                 let room = (!all_rooms).then_some(&*scope.room);
                 let rows = self.store.active_schedules(Some(&scope.asker), room).await.map_err(internal)?;
-                let listed: Vec<Value> = rows.iter().map(|r| schedules::describe(r, now, SHOWN_TIMES)).collect();
+                let listed: Vec<Value> = schedules::off_workers(move || {
+                    rows.iter().map(|r| schedules::describe(r, now, SHOWN_TIMES)).collect()
+                })
+                .await;
                 Ok(json!({"schedules": listed}))
             }
             ScheduleCall::Cancel { id } => {

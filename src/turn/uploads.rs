@@ -7,13 +7,14 @@
 
 use serde_json::Value;
 
+use super::Scope;
 use super::planned::Planned;
 use super::runner::Runner;
 use super::stop::Stop;
 use super::targets::{self, internal};
 use crate::blocks::{index, join};
 use crate::media::{Upload, UploadError, Uploaded, decode_data_url};
-use crate::store::UploadKey;
+use crate::store::{Store, UploadKey};
 use crate::tools::{RichCall, ToolError, ToolErrorCode, plan};
 
 /// The keys of a block's fields that hold media URLs (`gallery`'s `images[].url`, `file`'s
@@ -194,35 +195,41 @@ impl Runner<'_> {
         }
     }
 
-    /// Refuses a payload showing an `mxc://` URL that is neither this persona's upload nor
-    /// media a member posted in a room the asker is in ([`PLACEHOLDER`]s are uploads to be).
+    /// Refuses a payload showing an `mxc://` URL the asker may not show ([`media_allowed`]).
     async fn check_media(&self, payload: &Value) -> Result<(), Stop> {
-        let scope = self.scope;
-        for found in urls(payload, "mxc://") {
-            let holder = payload.pointer(&found.at.0).unwrap_or(&Value::Null);
-            let mxc = holder[&found.at.1].as_str().unwrap_or_default();
-            if mxc == PLACEHOLDER || self.store.uploaded_by(&scope.persona, mxc).await.map_err(internal)? {
-                continue;
-            }
-            let mut seen = false;
-            for room in self.store.rooms_posting_media(mxc).await.map_err(internal)? {
-                if targets::joined(self.store, &room, &scope.asker).await? {
-                    seen = true;
-                    break;
-                }
-            }
-            if !seen {
-                return Err(Stop::Tool(ToolError::at(
-                    ToolErrorCode::MediaNotAllowed,
-                    found.path,
-                    format!(
-                        "{} is not media you uploaded or that was posted in a room {} is in; use an mxc:// URL you were given, or a data: URL",
-                        crate::blocks::cut(mxc, 80),
-                        scope.asker
-                    ),
-                )));
+        media_allowed(self.store, self.scope, payload).await.map_err(Stop::Tool)
+    }
+}
+
+/// Refuses a payload showing an `mxc://` URL that is neither `scope`'s persona's upload nor
+/// media a member posted in a room the asker is in ([`PLACEHOLDER`]s are uploads to be).
+/// `rich_send` asks it of every call; a scheduled rich message, when it is made and again
+/// when it is posted.
+pub(super) async fn media_allowed(store: &Store, scope: &Scope, payload: &Value) -> Result<(), ToolError> {
+    for found in urls(payload, "mxc://") {
+        let holder = payload.pointer(&found.at.0).unwrap_or(&Value::Null);
+        let mxc = holder[&found.at.1].as_str().unwrap_or_default();
+        if mxc == PLACEHOLDER || store.uploaded_by(&scope.persona, mxc).await.map_err(internal)? {
+            continue;
+        }
+        let mut seen = false;
+        for room in store.rooms_posting_media(mxc).await.map_err(internal)? {
+            if targets::joined(store, &room, &scope.asker).await? {
+                seen = true;
+                break;
             }
         }
-        Ok(())
+        if !seen {
+            return Err(ToolError::at(
+                ToolErrorCode::MediaNotAllowed,
+                found.path,
+                format!(
+                    "{} is not media you uploaded or that was posted in a room {} is in; use an mxc:// URL you were given, or a data: URL",
+                    crate::blocks::cut(mxc, 80),
+                    scope.asker
+                ),
+            ));
+        }
     }
+    Ok(())
 }

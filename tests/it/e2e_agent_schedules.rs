@@ -1,8 +1,10 @@
 //! Schedules through the agents' channel, against the real Synapse: a client schedules a
 //! message over HTTP (once per idempotency key; only where it may post; messages, not
 //! prompts; bad times at their path), lists and cancels only its own, does the same
-//! through MCP, and the message is posted once at its time. Its environment is
-//! `e2e_agents::env`: an `Env::start` with two agent clients.
+//! through MCP, and the message is posted once at its time. Each client has its own bound
+//! of schedules, and a client removed from the config, or narrowed away from a room, has
+//! its schedules there stopped when they come due. Its environment is `e2e_agents::env`:
+//! an `Env::start` with two agent clients.
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use crate::e2e_agents::{CI, OPS, env, get, post, posted, room};
+use crate::e2e_agents::{CI, OPS, env, env_with, get, post, posted, room};
 use crate::support::eventually;
 
 async fn delete(url: &str, path: &str, token: &str) -> (u16, Value) {
@@ -108,4 +110,48 @@ async fn an_agent_schedules_a_message_once_lists_and_cancels_only_its_own_and_it
     let turns = env.wait_turns(&ops, 1).await;
     assert_eq!(turns.iter().filter(|t| t.0 == "scheduled").count(), 1, "{turns:?}");
     assert_eq!(posted(&env, &ops, "Deploy window opens").await, 1, "posted once");
+}
+
+/// Clients of one persona need not trust each other: each has its own bound of schedules
+/// (`schedules.per_user`), and a client removed from the config, or narrowed away from a
+/// room, has its schedules there stopped when they come due, nothing posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_has_its_own_bound_and_a_removed_or_narrowed_clients_schedules_stop_when_due() {
+    let (mut env, url) = env_with("[schedules]\nper_user = 2\n").await;
+    let ops = room(&env, Some("ops")).await;
+    let other = room(&env, None).await;
+    let at = rfc3339((now_ms() + 15_000) / 1000 * 1000);
+    let schedule = |to: &str, message: &str| json!({"kind": "channel", "to": to, "at": at, "message": message});
+    let mut made = Vec::new();
+    for (token, to, message) in
+        [(CI, "#ops:localhost", "ci 1"), (CI, "#ops:localhost", "ci 2"), (OPS, other.as_str(), "ops 1")]
+    {
+        let (status, _, answer) = post(&url, "/v1/schedules", token, schedule(to, message)).await;
+        assert_eq!(status, 200, "{message}: {answer}");
+        made.push(answer["id"].as_i64().expect("an id"));
+    }
+    let (status, _, refused) = post(&url, "/v1/schedules", CI, schedule("#ops:localhost", "ci 3")).await;
+    assert_eq!((status, refused["code"].as_str()), (409, Some("limit_reached")), "{refused}");
+    assert!(refused["error"].as_str().is_some_and(|e| e.starts_with("this client has 2")), "{refused}");
+
+    // ci leaves the config; ops may post only in a room that is not `other`.
+    env.bot.stop().await;
+    let config = std::fs::read_to_string(&env.config_path).expect("config");
+    let ci_block = config.find("[[agents.clients]]\nname = \"ci\"").expect("ci's block");
+    let ci_end = ci_block + config[ci_block..].find("\n\n").expect("its end") + 2;
+    let narrowed = format!("{}{}", &config[..ci_block], &config[ci_end..])
+        .replace("rooms = [\"!*\"]", "rooms = [\"#ops:localhost\"]");
+    std::fs::write(&env.config_path, narrowed).expect("write");
+    env.start_bot_again().await;
+    let store = env.store().await;
+    for id in made {
+        eventually("the schedule is stopped when it comes due", Duration::from_secs(90), || async {
+            let row = store.schedule(id).await.expect("store").expect("a schedule");
+            (row.state == "stopped").then_some(())
+        })
+        .await;
+    }
+    for (room, body) in [(&ops, "ci 1"), (&ops, "ci 2"), (&other, "ops 1")] {
+        assert_eq!(posted(&env, room, body).await, 0, "{body} was not posted");
+    }
 }

@@ -23,11 +23,16 @@ const WAIT: Duration = Duration::from_secs(30);
 /// An environment with two agent clients: `ci` (the `#ops` alias, direct to alice) and
 /// `ops` (any room, two writes a minute); returns the channel's base URL.
 pub async fn env() -> (Env, String) {
+    env_with("").await
+}
+
+/// [`env`], with `more` TOML after the clients.
+pub async fn env_with(more: &str) -> (Env, String) {
     let port = synapse::free_port();
     let extra_toml = format!(
         "[agents]\nlisten = \"127.0.0.1:{port}\"\n\n\
          [[agents.clients]]\nname = \"ci\"\ntoken = \"{CI}\"\npersona = \"richbot\"\nrooms = [\"#ops:localhost\"]\nusers = [\"@alice:localhost\"]\n\n\
-         [[agents.clients]]\nname = \"ops\"\ntoken = \"{OPS}\"\npersona = \"richbot\"\nrooms = [\"!*\"]\nwrites_per_minute = 2\n\n"
+         [[agents.clients]]\nname = \"ops\"\ntoken = \"{OPS}\"\npersona = \"richbot\"\nrooms = [\"!*\"]\nwrites_per_minute = 2\n\n{more}"
     );
     let env = Env::start_with(Options { extra_toml, ..Default::default() }).await;
     (env, format!("http://127.0.0.1:{port}"))

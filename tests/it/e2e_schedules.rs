@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use richbot::clock::{now_ms, rfc3339};
 use richbot::store::{NewScheduleRow, Store};
+use richbot::strings;
 use serde_json::{Value, json};
 
 use crate::support::e2ee::from;
@@ -87,6 +88,7 @@ async fn insert(store: &Store, room: &str, asker: &str, when: (Option<i64>, Opti
         start_ms: rrule.map(|_| next_at),
         next_at,
         created_at: now_ms(),
+        client: None,
     };
     store.create_schedule(&row, (20, 50)).await.expect("store").expect("within bounds")
 }
@@ -128,6 +130,8 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
             ("schedule", json!({"at": past, "message": "x"})),
             ("schedule", json!({"at": rfc3339(at), "message": "x", "room": bobs})),
             ("unschedule", json!({"id": bobs_id})),
+            ("schedule", json!({"at": rfc3339(at), "message": {"payload": {"v": 1, "blocks": [
+                {"type": "file", "url": "mxc://elsewhere.example/theirs", "name": "theirs.pdf"}]}, "fallback": "A file."}})),
         ])
     });
     env.alice.say(&room, "Richbot, remind us at stand-up").await;
@@ -135,7 +139,7 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
     let at = due.get();
     let requests = env.llm.requests();
     let told = results(requests.last().expect("a request"));
-    assert_eq!(told.len(), 6, "{told:#?}");
+    assert_eq!(told.len(), 7, "{told:#?}");
     assert_eq!(told[0]["next"], json!([rfc3339(at).replace('Z', "+00:00")]), "{told:#?}");
     let id = told[0]["id"].as_i64().expect("the schedule's id");
     let refused: Vec<(&str, &str)> =
@@ -148,6 +152,7 @@ async fn a_one_off_message_is_posted_once_at_its_time_and_bad_schedules_are_refu
             ("invalid_arguments", "at"),
             ("room_not_allowed", "room"),
             ("not_owner", "id"),
+            ("media_not_allowed", "message.payload.blocks[0].url"),
         ],
         "{told:#?}"
     );
@@ -406,4 +411,66 @@ async fn a_schedule_in_an_encrypted_room_fires_encrypted() {
     let sent = raw.iter().find(|e| e["event_id"] == ours[0]["event_id"]).expect("the homeserver has it");
     assert!(sent["origin_server_ts"].as_i64().unwrap_or(0) >= due.get(), "not before its time: {sent:#?}");
     alice.stop().await;
+}
+
+/// Schedules that cannot be posted stop, and their asker is told in their DM: one whose
+/// rich message shows media not posted where its asker is (made before that was checked
+/// when a schedule is made) stops when it comes due; one whose posts keep failing (the
+/// persona may not post in the room any more) stops after three in a row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_that_cannot_be_posted_stop_and_their_asker_is_told_in_their_dm() {
+    let mut env = Env::start().await;
+    let dm = env.dm().await;
+    // A group room (three members: a room of two is a DM to richbot).
+    let room = env.alice.create_room(&[BOT, "@bob:localhost"], false).await;
+    env.bob.join(&room).await;
+    env.wait_joined(&room, BOT).await;
+    // Only Alice may post in the room from now on.
+    let path = format!("/_matrix/client/v3/rooms/{}/state/m.room.power_levels/", crate::support::enc(&room));
+    let (status, mut levels) = env.alice.call(reqwest::Method::GET, &path, None).await;
+    assert_eq!(status, 200, "{levels}");
+    levels["events_default"] = json!(50);
+    let (status, _) = env.alice.call(reqwest::Method::PUT, &path, Some(levels)).await;
+    assert_eq!(status, 200);
+    let store = env.store().await;
+    env.bot.stop().await;
+    let now = now_ms();
+    let failing =
+        insert(&store, &room, "@alice:localhost", (None, Some("FREQ=SECONDLY;INTERVAL=3"), now), "Muted").await;
+    let foreign =
+        json!({"v": 1, "blocks": [{"type": "file", "url": "mxc://elsewhere.example/theirs", "name": "x.pdf"}]});
+    let body = json!({"payload": foreign, "fallback": "Their file."}).to_string();
+    let origin = format!("test:{dm}:foreign");
+    let row = NewScheduleRow {
+        origin: &origin,
+        room_id: &room_id(&dm),
+        persona: &user_id(BOT),
+        asker: &user_id("@alice:localhost"),
+        title: Some("Report"),
+        kind: "message",
+        body: &body,
+        at_ms: Some(now),
+        rrule: None,
+        tz: "UTC",
+        start_ms: None,
+        next_at: now,
+        created_at: now,
+        client: None,
+    };
+    let media = store.create_schedule(&row, (20, 50)).await.expect("store").expect("within bounds");
+    env.start_bot_again().await;
+
+    let told = eventually("both stops are told", Duration::from_secs(90), || async {
+        let told = notices(&env.alice.messages_from(&dm, BOT).await);
+        (told.len() >= 2).then_some(told)
+    })
+    .await;
+    assert!(told.contains(&strings::schedule_stopped_media(media, Some("Report"))), "{told:#?}");
+    let muted = strings::schedule_stopped_failing(failing, None, &room_id(&room), 3);
+    assert!(told.contains(&muted), "{told:#?}");
+    assert_eq!(told.len(), 2, "each told once: {told:#?}");
+    assert_eq!((state(&store, media).await, state(&store, failing).await), ("stopped".into(), "stopped".into()));
+    let turns = env.wait_turns(&room, 3).await;
+    assert_eq!(turns.len(), 3, "three occurrences tried, none after the stop: {turns:?}");
+    assert!(said(&env, &dm, "Their file.").await.is_empty(), "the foreign file was never posted");
 }

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
 use crate::support::synapse::{Synapse, free_port};
 use crate::support::{FakeLlm, User, eventually};
 
@@ -392,7 +394,8 @@ async fn transactions_are_bounded_and_a_flood_of_malformed_events_is_one_log_lin
     let mut serve = crate::support::serve_binary(&config, Stdio::piped(), &format!("{base}/health")).await;
     let client = reqwest::Client::new();
     let put = |txn: String, n: usize| {
-        let events: Vec<serde_json::Value> = (0..n).map(|i| serde_json::json!({"not": "an event", "i": i})).collect();
+        let events: Vec<serde_json::Value> =
+            (0..n).map(|i| serde_json::json!({"not": "an event", "i": i, "pad": "x".repeat(100)})).collect();
         client
             .put(format!("{base}/_matrix/app/v1/transactions/{txn}"))
             .bearer_auth("hs_token_long_enough_to_be_real")
@@ -401,13 +404,47 @@ async fn transactions_are_bounded_and_a_flood_of_malformed_events_is_one_log_lin
     };
     assert_eq!(put("flood".into(), 10_000).await.expect("put").status(), 200);
     assert_eq!(put("too-many".into(), 10_001).await.expect("put").status(), 413);
-    // One at a time: concurrent transactions beyond the limit are told to come back.
-    let answers = futures_join_all((0..16).map(|i| put(format!("c{i}"), 4_000))).await;
-    let statuses: Vec<u16> = answers.iter().map(|r| r.as_ref().expect("answer").status().as_u16()).collect();
-    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
-    assert!(statuses.contains(&503), "some were over the limit: {statuses:?}");
-    let busy = answers.iter().flatten().find(|r| r.status() == 503).expect("a 503");
-    assert_eq!(busy.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    // One at a time: a transaction whose body is still coming holds the one permit, so
+    // the others are told to come back, and each reads that answer whole (its upload is
+    // read first, not cut off with a reset connection). Which of the held one and a probe
+    // took the permit first is told by the probe's answer: until it is the probe that is
+    // told to come back, the held one is finished and tried again.
+    let body = serde_json::json!({"events": [{"not": "an event"}]}).to_string();
+    let (first, rest) = body.as_bytes().split_at(body.len() / 2);
+    let mut tries = 0;
+    let mut held = loop {
+        tries += 1;
+        assert!(tries < 50, "a probe never found the permit held");
+        let mut held = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        let head = format!(
+            "PUT /_matrix/app/v1/transactions/held-{tries} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \
+             hs_token_long_enough_to_be_real\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        held.write_all(head.as_bytes()).await.expect("write");
+        held.write_all(first).await.expect("write");
+        if put(format!("probe-{tries}"), 1).await.expect("answer").status() == 503 {
+            break held;
+        }
+        held.write_all(rest).await.expect("write");
+        let mut answer = vec![0u8; 1024];
+        let _ = held.read(&mut answer).await.expect("read");
+    };
+    let answers = futures_join_all((0..16).map(|i| put(format!("c{i}"), 10_000))).await;
+    let statuses: Vec<u16> =
+        answers.iter().map(|r| r.as_ref().expect("an answer, not a reset").status().as_u16()).collect();
+    assert_eq!(statuses, [503; 16], "all over the limit");
+    for busy in answers.iter().flatten() {
+        assert_eq!(busy.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    }
+    held.write_all(rest).await.expect("write");
+    let mut answer = vec![0u8; 1024];
+    let n = held.read(&mut answer).await.expect("read");
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 200"),
+        "the held one is stored: {}",
+        String::from_utf8_lossy(&answer[..n])
+    );
 
     serve.kill().await.expect("kill");
     let mut log = String::new();

@@ -1,7 +1,8 @@
 //! The layout as a checked rule, not a hope: `src/lib.rs` declares its modules in order,
 //! and a module may use only modules declared after it (no upward import, so no circle),
 //! and no two files of one module import each other;
-//! no file of code under `src/` is over 300 lines (the block catalogue is data, not code);
+//! no file of code under `src/` is over 400 lines, where the house style splits a file at
+//! the latest (by idea first: the block catalogue is data, not code);
 //! the PostgreSQL run of the suite leaves out no module that keeps state.
 
 use std::path::{Path, PathBuf};
@@ -101,7 +102,7 @@ fn no_two_files_of_a_module_import_each_other() {
 }
 
 #[test]
-fn no_file_of_code_is_over_300_lines() {
+fn no_file_of_code_is_over_400_lines() {
     let mut long = Vec::new();
     for module in modules().iter().map(String::as_str).chain(["lib", "main"]) {
         let files = if module == "lib" || module == "main" {
@@ -111,7 +112,7 @@ fn no_file_of_code_is_over_300_lines() {
         };
         for file in files {
             let lines = std::fs::read_to_string(&file).expect("source").lines().count();
-            if lines > 300 && !file.ends_with("blocks/catalogue.rs") {
+            if lines > 400 && !file.ends_with("blocks/catalogue.rs") {
                 long.push(format!("{}: {lines} lines", file.display()));
             }
         }

@@ -62,22 +62,33 @@ async fn a_room_key_sent_again_for_another_room_is_dropped_not_moved() {
 }
 
 #[tokio::test]
-async fn a_crypto_inbox_row_that_keeps_failing_is_set_aside_and_the_rows_behind_it_flow() {
+async fn a_crypto_inbox_rows_failures_are_counted_and_a_piece_set_aside_leaves_the_rest_of_its_row() {
     let (s, _dir) = store().await;
     let rows: Vec<(String, String)> = (1..=3).map(|i| (PERSONA.to_owned(), format!("{{\"n\":{i}}}"))).collect();
     s.crypto_inbox_add(&rows, 0).await.expect("add");
-    let seqs: Vec<i64> = s.crypto_inbox(PERSONA, 10).await.expect("read").into_iter().map(|(seq, _)| seq).collect();
+    let seqs: Vec<i64> = s.crypto_inbox(PERSONA, 10).await.expect("read").into_iter().map(|r| r.seq).collect();
     let broken = seqs[1];
-    for attempt in 1..3 {
-        let aside = s.crypto_inbox_failed(PERSONA, broken, 3, "no\u{0}pe", attempt).await.expect("count");
-        assert!(!aside, "attempt {attempt} is not yet the last");
+    for attempt in 1..=3 {
+        assert_eq!(s.crypto_inbox_failed(PERSONA, broken).await.expect("count"), attempt);
     }
-    assert!(s.crypto_inbox_failed(PERSONA, broken, 3, "no\u{0}pe", 3).await.expect("count"), "the third sets it aside");
-    let left: Vec<i64> = s.crypto_inbox(PERSONA, 10).await.expect("read").into_iter().map(|(seq, _)| seq).collect();
+    let read = s.crypto_inbox(PERSONA, 10).await.expect("read");
+    assert_eq!(read[1].attempts, 3, "{read:?}");
+    // Two pieces of the row set aside in turn; the row keeps the rest, then goes with its last.
+    assert!(
+        s.crypto_inbox_set_aside(PERSONA, broken, ("{\"piece\":1}", Some("{\"rest\":1}")), "no\u{0}pe", 4)
+            .await
+            .expect("aside")
+    );
+    let read = s.crypto_inbox(PERSONA, 10).await.expect("read");
+    assert_eq!((read[1].seq, read[1].body.as_str()), (broken, "{\"rest\":1}"), "the rest stays, in its place");
+    assert!(s.crypto_inbox_set_aside(PERSONA, broken, ("{\"rest\":1}", None), "again", 5).await.expect("aside"));
+    let left: Vec<i64> = s.crypto_inbox(PERSONA, 10).await.expect("read").into_iter().map(|r| r.seq).collect();
     assert_eq!(left, [seqs[0], seqs[2]], "the others stay, in order");
-    assert_eq!(s.crypto_inbox_aside(PERSONA).await.expect("aside"), [(broken, "no\u{fffd}pe".to_owned())]);
-    // A row already gone (taken meanwhile) is not set aside twice.
-    assert!(!s.crypto_inbox_failed(PERSONA, broken, 3, "again", 4).await.expect("count"));
+    let aside = s.crypto_inbox_aside(PERSONA).await.expect("aside");
+    assert_eq!(aside, [(broken, "no\u{fffd}pe".to_owned()), (broken, "again".to_owned())]);
+    // A row already gone (taken meanwhile) sets nothing aside, and counts no failure.
+    assert!(!s.crypto_inbox_set_aside(PERSONA, broken, ("x", None), "gone", 6).await.expect("aside"));
+    assert_eq!(s.crypto_inbox_failed(PERSONA, broken).await.expect("count"), 0);
 }
 
 fn vote(n: usize, sender: &str, poll: &str, answer: &str, at: i64) -> richbot::store::NewEvent {
