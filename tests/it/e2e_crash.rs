@@ -3,23 +3,18 @@
 //! resumes from its record (the model is not asked again for what it already said) and
 //! the message is not posted twice, nor is the file it carried uploaded twice.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::llm::{Step, call, last_tool_result, text};
 use crate::support::{BOT, Env, eventually};
 use serde_json::json;
 
-async fn spawn_serve(env: &Env) -> tokio::process::Child {
-    crate::support::serve_binary(&env.config_path, Stdio::inherit(), &format!("http://{}/health", env.bot_addr)).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_after_posting_is_resumed_without_posting_twice() {
     let mut env = Env::start().await;
     let room = env.dm().await;
     env.bot.stop().await;
-    let mut serve = spawn_serve(&env).await;
+    let mut serve = env.serve_binary().await;
 
     // With a file the model made: uploaded with the first post, and not again on resume.
     let file = json!({"type": "file", "url": "data:text/csv,day%2Ctemp%0Amon%2C21", "name": "week.csv"});
@@ -36,7 +31,7 @@ async fn a_turn_killed_after_posting_is_resumed_without_posting_twice() {
     let _ = serve.wait().await;
 
     env.llm.script([text("[no reply]")]);
-    let mut serve = spawn_serve(&env).await;
+    let mut serve = env.serve_binary().await;
     let turns = env.wait_turns(&room, 1).await;
     assert_eq!(turns[0].0, "no_reply");
     let requests = env.llm.requests();

@@ -3,13 +3,12 @@
 //! encrypted), a burst of commands from one member, and a chart bomb change nothing for
 //! the others.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::support::llm::{call, last_tool_result, text};
-use crate::support::{BOT, Env, eventually, notices, serve_binary};
+use crate::support::{BOT, Env, eventually, notices, terminate};
 
 /// A group room of alice, bob and mallory (not in `access.allow`) with the persona.
 async fn group(env: &Env) -> String {
@@ -92,8 +91,7 @@ async fn a_chart_bomb_is_refused_or_drawn_and_the_persona_answers_others_then_ex
     let mut env = Env::start().await;
     let room = env.dm().await;
     env.bot.stop().await;
-    let health = format!("http://{}/health", env.bot_addr);
-    let mut serve = serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let mut serve = env.serve_binary().await;
     let payload = |blocks| json!({"payload": {"v": 1, "blocks": blocks}, "fallback": "The numbers, charted."});
     let bomb = payload(json!([{"type": "chart", "kind": "bar", "series": [1, "1.7e308"]}]));
     let strain = payload(json!([
@@ -117,8 +115,6 @@ async fn a_chart_bomb_is_refused_or_drawn_and_the_persona_answers_others_then_ex
     let answer = env.wait_messages_seen_by(&env.bob, &bob_dm, BOT, 1).await;
     assert_eq!(answer[0]["content"]["body"], "Hello Bob, still quick.");
 
-    let pid = serve.id().expect("running").to_string();
-    assert!(tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill").success());
-    let status = tokio::time::timeout(Duration::from_secs(60), serve.wait()).await.expect("exits").expect("status");
+    let status = terminate(&mut serve).await;
     assert!(status.success(), "exit 0 on SIGTERM: {status}");
 }

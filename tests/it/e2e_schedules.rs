@@ -8,7 +8,6 @@
 //! Each waits for its schedule's real time (a few seconds to half a minute): the times are
 //! the homeserver's and the database's, not a clock the test could move.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use richbot::clock::{now_ms, rfc3339};
@@ -197,8 +196,7 @@ async fn a_one_off_due_while_richbot_was_killed_is_posted_once_after_the_restart
     let mut env = Env::start().await;
     let room = env.dm().await;
     env.bot.stop().await;
-    let health = format!("http://{}/health", env.bot_addr);
-    let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let mut serve = env.serve_binary().await;
     let due = Due::default();
     let when = due.clone();
     env.llm.respond_with(move |request| match asked(request).contains("remind me") {
@@ -216,7 +214,7 @@ async fn a_one_off_due_while_richbot_was_killed_is_posted_once_after_the_restart
     })
     .await;
     assert!(said(&env, &room, "Take the cake out").await.is_empty());
-    let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let mut serve = env.serve_binary().await;
     eventually("the missed message is posted", Duration::from_secs(60), || async {
         (!said(&env, &room, "Take the cake out").await.is_empty()).then_some(())
     })

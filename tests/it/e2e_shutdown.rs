@@ -6,14 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::llm::{Step, text};
-use crate::support::{BOT, Env, eventually, serve_binary};
-
-async fn terminate(child: &mut tokio::process::Child) -> std::process::ExitStatus {
-    let pid = child.id().expect("running").to_string();
-    let sent = tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill");
-    assert!(sent.success());
-    tokio::time::timeout(Duration::from_secs(60), child.wait()).await.expect("richbot exits").expect("status")
-}
+use crate::support::{BOT, Env, eventually, serve_binary, terminate};
 
 async fn asked(env: &Env, n: usize) {
     eventually("the model is asked", Duration::from_secs(20), || async {
@@ -29,7 +22,7 @@ async fn sigterm_lets_running_turns_finish_then_exits_zero_and_what_is_left_resu
     env.bot.stop().await;
     let health = format!("http://{}/health", env.bot_addr);
 
-    let mut serve = serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let mut serve = env.serve_binary().await;
     env.llm.script([Step::Delay(Duration::from_secs(2), Box::new(text("finished before stopping")))]);
     env.alice.say(&room, "a slow question").await;
     asked(&env, 1).await;

@@ -220,8 +220,7 @@ async fn a_restart_while_waiting_for_approval_resumes_the_wait() {
     let (mut env, _logs, log) = env_with("approval = [\"delete\"]", "").await;
     let room = env.dm().await;
     env.bot.stop().await;
-    let health = format!("http://{}/health", env.bot_addr);
-    let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let mut serve = env.serve_binary().await;
     env.llm.script([calls(&[("t__delete", json!({"path": "/c"}))]), text("Deleted after the restart.")]);
     env.alice.say(&room, "delete /c").await;
     let notice = wait_notice(&env, &room).await;
@@ -229,7 +228,7 @@ async fn a_restart_while_waiting_for_approval_resumes_the_wait() {
     let _ = serve.wait().await;
     // Decided while richbot is down: the homeserver delivers it after the restart.
     react(&env.alice, &room, &notice, "✅").await;
-    let mut serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let mut serve = env.serve_binary().await;
     let msgs = eventually("the answer", Duration::from_secs(90), || async {
         let m = env.alice.messages_from(&room, BOT).await;
         m.iter().any(|m| m["content"]["body"] == "Deleted after the restart.").then_some(m)
@@ -471,7 +470,7 @@ async fn a_call_cut_off_by_a_kill_is_asked_again_if_gated_and_told_as_unknown_if
     };
 
     // Approved, then killed while it runs: asked again on resume, never run on the old yes.
-    let serve = crate::support::serve_binary(&env.config_path, Stdio::inherit(), &health).await;
+    let serve = env.serve_binary().await;
     env.llm.script([calls(&[("t__hold", json!({"tag": "a", "ms": 120_000}))]), text("Not run again.")]);
     env.alice.say(&room, "hold a").await;
     let notice = wait_notice(&env, &room).await;

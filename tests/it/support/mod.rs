@@ -459,6 +459,23 @@ pub async fn serve_binary(
     serve_command(command, stderr, health).await
 }
 
+impl Env {
+    /// The real `richbot serve` on the test's config and address (the in-process bot
+    /// stopped first), answering before this returns.
+    pub async fn serve_binary(&self) -> tokio::process::Child {
+        let health = format!("http://{}/health", self.bot_addr);
+        serve_binary(&self.config_path, std::process::Stdio::inherit(), &health).await
+    }
+}
+
+/// Sends `child` (a `richbot serve`) SIGTERM and waits a minute at most for it to exit.
+pub async fn terminate(child: &mut tokio::process::Child) -> std::process::ExitStatus {
+    let pid = child.id().expect("running").to_string();
+    let sent = tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill");
+    assert!(sent.success());
+    tokio::time::timeout(Duration::from_secs(60), child.wait()).await.expect("richbot exits").expect("status")
+}
+
 /// [`serve_binary`] with a soft open-file limit of `nofile` (as a default systemd unit has).
 pub async fn serve_binary_with_nofile(
     config: &std::path::Path,
