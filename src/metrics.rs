@@ -22,6 +22,11 @@ pub struct Metrics {
     pub events_given_up: AtomicU64,
     pub llm_requests: AtomicU64,
     pub llm_failures: AtomicU64,
+    /// Tool calls the model wrote as text, read as calls.
+    pub llm_written_calls: AtomicU64,
+    /// Answers sent back to the model before a member read them (an unreadable written
+    /// call, an empty answer, a promise no tool kept).
+    pub answer_corrections: AtomicU64,
     pub prompt_tokens: AtomicU64,
     /// Of the prompt tokens, those the provider reused from its cache.
     pub cached_prompt_tokens: AtomicU64,
@@ -94,7 +99,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 22] = [
+        let counters: [(&str, &str, &AtomicU64); 24] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
@@ -112,6 +117,17 @@ impl Metrics {
             ),
             ("richbot_llm_requests_total", "Chat completions requested.", &self.llm_requests),
             ("richbot_llm_failures_total", "Chat completions that failed for good.", &self.llm_failures),
+            (
+                "richbot_llm_written_calls_total",
+                "Tool calls the model wrote as text, read as calls (llm.text_tool_calls).",
+                &self.llm_written_calls,
+            ),
+            (
+                "richbot_answer_corrections_total",
+                "Answers sent back to the model before a member read them: a call written as text that could not be \
+                 read, an empty answer, or a promise no tool kept.",
+                &self.answer_corrections,
+            ),
             ("richbot_llm_prompt_tokens_total", "Prompt tokens reported by the LLM.", &self.prompt_tokens),
             (
                 "richbot_llm_cached_prompt_tokens_total",

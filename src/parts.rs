@@ -52,6 +52,7 @@ impl Parts {
         )
         .with_streaming(settings.config.llm.stream)
         .with_idle_timeout(settings.llm_idle_timeout())
+        .with_text_tool_calls(settings.config.llm.text_tool_calls)
         .with_concurrency(settings.config.llm.max_concurrent_requests);
         Ok(Self { store, matrix, personas, llm })
     }
@@ -119,6 +120,7 @@ pub fn persona_models(settings: &Settings, default: &agent::Llm) -> HashMap<Owne
         model: l.model.clone(),
         api_key: settings.api_key.clone(),
         max_tokens: l.max_tokens,
+        text_tool_calls: l.text_tool_calls,
     };
     let mut built: Vec<(&crate::config::Endpoint, agent::Llm)> = Vec::new();
     let mut out = HashMap::new();
@@ -134,6 +136,7 @@ pub fn persona_models(settings: &Settings, default: &agent::Llm) -> HashMap<Owne
                     agent::Llm::new(&e.base_url, e.api_key.as_deref(), &e.model, settings.llm_timeout(), e.max_tokens)
                         .with_streaming(l.stream)
                         .with_idle_timeout(settings.llm_idle_timeout())
+                        .with_text_tool_calls(e.text_tool_calls)
                         .sharing_limit_with(default);
                 built.push((e, llm.clone()));
                 llm

@@ -5,9 +5,11 @@
 pub const NO_REPLY: &str = "[no reply]";
 
 /// Whether the model's text is the no-reply marker, in any case: small models copy it
-/// as `[No reply]` as often as not.
+/// as `[No reply]` (or `[No reply.]`) as often as not.
 pub fn is_no_reply(text: &str) -> bool {
-    text.trim().eq_ignore_ascii_case(NO_REPLY)
+    // `[No reply.]`, `[no reply]!`: the marker with stray punctuation is still the marker.
+    let t: String = text.trim().chars().filter(|c| !matches!(c, '.' | '!')).collect();
+    t.trim().eq_ignore_ascii_case(NO_REPLY)
 }
 
 /// Posted when the LLM fails for good (after its retries).
@@ -290,3 +292,53 @@ pub const VOICE_FAILED: &str = "🎤 I couldn't make out your voice message: my 
 /// Told when the transcription endpoint refuses the key or has no such path.
 pub const VOICE_MISCONFIGURED: &str = "🎤 I couldn't make out your voice message: my connection to my \
      transcription service is misconfigured. The admin has been told; please type your question.";
+
+/// How a correction to the model starts (a user turn richbot writes, not a member).
+pub const CORRECTION: &str = "(richbot) ";
+
+/// Told to the model when its answer was a tool call written as text that could not be read.
+pub const CORRECT_WRITTEN_CALL: &str = "(richbot) Your last answer wrote a tool call as text, and it could not be \
+     read or named no tool you have, so nothing was done and nothing was posted. Make the call itself with one of \
+     your tools (block types such as weather or table are not tools: they go in rich_send's payload), or answer in \
+     plain words.";
+
+/// Told to the model when its answer was empty once the notes it copied were taken out.
+pub const CORRECT_EMPTY: &str = "(richbot) Your last answer was empty (notes and ids are taken out of answers). \
+     Answer the member in plain words, or with a tool call.";
+
+/// Told to the model when its answer was a tool's result (richbot's JSON), copied.
+pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a tool's result, which is for you, not \
+     the member. If it is an error, make the call again as it says; else tell the member in plain words.";
+
+/// Told to the model when its answer says it did what only `tool` does, and no `tool` call
+/// succeeded.
+pub fn correct_promise(what: &str, tool: &str) -> String {
+    format!(
+        "(richbot) Your answer says you {what}, but no {tool} call succeeded in this turn, so nothing was done. Call \
+         {tool} now, or tell the member plainly that it was not done."
+    )
+}
+
+/// What the member reads when the model gave no answer fit to post, after its corrections.
+pub const COULD_NOT_ANSWER: &str = "I couldn't put an answer together this time. Please ask again, perhaps in \
+     other words.";
+
+/// What the member reads when the model kept saying it did what no tool did.
+pub const PROMISE_NOT_KEPT: &str = "I couldn't do that just now: nothing was set up or sent. Please ask again.";
+
+/// What a live message says when the answer it showed was sent back to the model and no
+/// later answer took its place.
+pub const WITHDRAWN: &str = "_(answer withdrawn)_";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_no_reply_marker_is_read_as_small_models_write_it() {
+        for marker in ["[no reply]", " [No reply] ", "[NO REPLY]", "[No reply.]", "[no reply]!"] {
+            assert!(super::is_no_reply(marker), "{marker:?}");
+        }
+        for answer in ["no reply", "[no reply] Sure, here it is.", "[reply]", ""] {
+            assert!(!super::is_no_reply(answer), "{answer:?}");
+        }
+    }
+}

@@ -25,6 +25,9 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use serde_json::Value;
 
+use tower::Layer;
+
+use super::alive::{Alive, Watch};
 use super::errors::{cannot_stream, failed};
 pub use super::probe::Probe;
 use super::{LiveText, Message, Reply, ToolSpec, wire};
@@ -62,6 +65,8 @@ pub enum Error {
 
 /// Attempts async-openai makes at one call: the first and its three retries.
 pub const ATTEMPTS: u32 = 4;
+/// The retries of [`ATTEMPTS`].
+const RETRIES: usize = (ATTEMPTS - 1) as usize;
 /// Most time a call may spend waiting between its attempts.
 pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 /// Most silence between two events of a streamed answer unless configured
@@ -75,8 +80,10 @@ pub const DEFAULT_CONCURRENCY: usize = 1024;
 pub struct Llm {
     /// For unstreamed calls: each attempt bounded by the timeout.
     client: Client<OpenAIConfig>,
-    /// For streamed calls: no bound on the whole, which `stream::read` bounds per event.
-    streaming: Client<OpenAIConfig>,
+    /// For streamed calls (a client each, [`Self::streaming_client`]): no bound on the
+    /// whole, which `stream::read` bounds by silence.
+    streaming: reqwest::Client,
+    config: OpenAIConfig,
     http: reqwest::Client,
     base_url: String,
     api_key: Option<String>,
@@ -96,6 +103,8 @@ pub struct Llm {
     pub(super) vision: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Calls in flight at once (`llm.max_concurrent_requests`), shared by every clone.
     calls: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Calls the model writes as text are read as calls (`llm.text_tool_calls`).
+    pub(super) text_tool_calls: bool,
 }
 
 impl std::fmt::Debug for Llm {
@@ -117,12 +126,11 @@ impl Llm {
             .expect("a reqwest client with static settings builds");
         let base_url = base_url.trim_end_matches('/').to_owned();
         let config = OpenAIConfig::new().with_api_base(&base_url).with_api_key(api_key.unwrap_or(""));
-        let retries = (ATTEMPTS - 1) as usize;
         Self {
             client: Client::build(http.clone(), config.clone())
-                .with_http_service(super::transport::stack(http.clone(), retries)),
-            streaming: Client::build(streaming.clone(), config)
-                .with_http_service(super::transport::stack(streaming, retries)),
+                .with_http_service(super::transport::stack(http.clone(), RETRIES)),
+            streaming,
+            config,
             http,
             base_url,
             api_key: api_key.map(str::to_owned),
@@ -134,7 +142,15 @@ impl Llm {
             stream: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
             vision: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
             calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
+            text_tool_calls: true,
         }
+    }
+
+    /// Reads calls the model writes as text as calls (`llm.text_tool_calls`, on by
+    /// default), or leaves its text as it is.
+    pub fn with_text_tool_calls(mut self, on: bool) -> Self {
+        self.text_tool_calls = on;
+        self
     }
 
     /// At most `n` calls in flight at once; the others wait their turn, in order.
@@ -237,6 +253,13 @@ impl Llm {
         }
     }
 
+    /// A client for one streamed call, whose response's bytes touch `alive` (`alive.rs`):
+    /// the retries as for any call, watched above them.
+    fn streaming_client(&self, alive: &Alive) -> Client<OpenAIConfig> {
+        let stack = Watch(alive.clone()).layer(super::transport::stack(self.streaming.clone(), RETRIES));
+        Client::build(self.streaming.clone(), self.config.clone()).with_http_service(stack)
+    }
+
     async fn asked(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
         use std::sync::atomic::Ordering;
         live.send_replace(String::new());
@@ -245,7 +268,9 @@ impl Llm {
             return self.whole(messages, tools).await;
         }
         let request = wire::request(&self.model, self.max_tokens, messages, tools, true);
-        let chat = self.streaming.chat();
+        let alive = Alive::new();
+        let client = self.streaming_client(&alive);
+        let chat = client.chat();
         let opened = match tokio::time::timeout(self.call_limit, chat.create_stream_byot::<Value, Value>(request)).await
         {
             Ok(opened) => opened,
@@ -253,7 +278,8 @@ impl Llm {
         };
         match opened {
             Ok(events) => {
-                super::stream::read(events, live, super::stream::Pace { first: self.timeout, idle: self.idle }).await
+                let pace = super::stream::Pace { first: self.timeout, idle: self.idle };
+                super::stream::read(events, live, (pace, &alive), self.text_tool_calls.then_some(tools)).await
             }
             // An endpoint that refuses to stream (a 400 about it, a body that is no event
             // stream) is remembered and asked without streaming from now on; one that

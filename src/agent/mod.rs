@@ -2,11 +2,15 @@
 //!
 //! Lifecycle: send the conversation with the tools -> if the model calls tools, run each
 //! through the [`ToolRunner`] (which plans, authorizes and posts) and append the results
-//! -> ask again -> until the model answers with text or `max_rounds` is reached. A tool
+//! -> ask again -> until the model answers with text or `max_rounds` is reached. Calls
+//! the model wrote as text are read as calls where the reply is read (`written`); an
+//! answer the caller's review sends back ([`Reply::correction`]) is followed by the
+//! correction and the model is asked again, within the same rounds. A tool
 //! failure is a tool result the model can act on, never an error of the loop; the loop
 //! ends with an error only when the LLM fails for good (after its bounded retries), or
 //! when a runner suspends it (the write cannot be made now; the turn resumes later).
 
+mod alive;
 mod errors;
 mod guard;
 mod llm;
@@ -16,6 +20,7 @@ mod stream;
 mod transport;
 mod vision;
 mod wire;
+pub mod written;
 
 pub use guard::Misbehaved;
 pub use llm::{Error, Llm, Probe};
@@ -128,6 +133,22 @@ pub struct Reply {
     pub text: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
+    /// How many of `tool_calls` the model wrote as text (`written`), not made.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub written: u32,
+    /// The text is a call to an offered tool written as text that cannot be read: the
+    /// model is to make the call instead, and the text is never posted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unreadable_text: bool,
+    /// Set by the caller's review of a reply without calls (an answer a member may not
+    /// read as it is): what the model is told before it is asked again. Not recorded: the
+    /// review is made again of a replayed reply.
+    #[serde(skip)]
+    pub correction: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Reply {
@@ -238,6 +259,11 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
         };
         usage.add(reply.usage);
         messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
+        // An answer the member may not read as it is: the model is told why and asked again.
+        if let Some(correction) = reply.correction.as_ref().filter(|_| reply.tool_calls.is_empty()) {
+            messages.push(Message::User(correction.clone()));
+            continue;
+        }
         if reply.tool_calls.is_empty() {
             let cut = guard.was_cut();
             return (

@@ -15,14 +15,22 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::alive::Alive;
 use super::{Error, LiveText, Reply, ToolCall, Usage};
 
 /// How long a stream may be silent: before its first event, and between two events.
+/// Silent means no bytes at all: a ping (an SSE comment) breaks a silence, though it is no
+/// event ([`Alive`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Pace {
     pub first: Duration,
     pub idle: Duration,
 }
+
+/// What of the text so far is fed to the live view: all of it, or (`Some`: calls written
+/// as text are read as calls) only what comes before a call may start, so no member sees
+/// a call being typed (`written::shown_until`).
+pub type Hide<'a> = Option<&'a [super::ToolSpec]>;
 
 #[derive(Default)]
 struct PartialCall {
@@ -32,7 +40,7 @@ struct PartialCall {
 }
 
 /// Reads `events` to the end into one reply, feeding `live` with the text so far.
-pub async fn read<S, E>(mut events: S, live: &LiveText, pace: Pace) -> Result<Reply, Error>
+pub async fn read<S, E>(mut events: S, live: &LiveText, paced: (Pace, &Alive), hide: Hide<'_>) -> Result<Reply, Error>
 where
     S: futures::Stream<Item = Result<Value, E>> + Unpin,
     E: std::fmt::Display,
@@ -42,9 +50,10 @@ where
     let mut usage = Usage::default();
     let mut finished = false;
     let mut length = false;
+    let (pace, alive) = paced;
     let mut wait = pace.first;
     loop {
-        let event = match tokio::time::timeout(wait, events.next()).await {
+        let event = match next(&mut events, alive, wait).await {
             Err(_) if text.is_empty() && calls.is_empty() && wait == pace.first => {
                 return Err(Error::TimedOut(format!("no answer within {} s", wait.as_secs())));
             }
@@ -52,6 +61,8 @@ where
             Ok(None) => break,
             Ok(Some(event)) => event.map_err(|e| Error::Cut(text.clone(), e.to_string()))?,
         };
+        // An event is a sign of life too (whatever brought it).
+        alive.touch();
         wait = pace.idle;
         // An error sent as an event of a stream already answered 200: the server could
         // not read the model's tool call, or something else broke it off.
@@ -72,7 +83,14 @@ where
         let Some(delta) = choice.get("delta") else { continue };
         if let Some(piece) = delta.get("content").and_then(Value::as_str).filter(|p| !p.is_empty()) {
             text.push_str(piece);
-            live.send_replace(text.clone());
+            let shown = hide.map_or(text.len(), |tools| super::written::shown_until(&text, tools));
+            live.send_if_modified(|live| {
+                let changed = *live != text[..shown];
+                if changed {
+                    text[..shown].clone_into(live);
+                }
+                changed
+            });
         }
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
@@ -105,7 +123,25 @@ where
         .filter(|(_, c)| !c.name.is_empty())
         .map(|(i, c)| ToolCall::new(c.id.unwrap_or_else(|| format!("call_{i}")), c.name, c.arguments))
         .collect();
-    Ok(Reply { text: Some(text).filter(|t| !t.is_empty()), tool_calls, usage }.stopped_at_length(length))
+    Ok(Reply { text: Some(text).filter(|t| !t.is_empty()), tool_calls, usage, ..Reply::default() }
+        .stopped_at_length(length))
+}
+
+/// The next event, unless the server sent nothing at all (not even a ping, [`Alive`])
+/// for `wait`.
+async fn next<S: futures::Stream + Unpin>(
+    events: &mut S,
+    alive: &Alive,
+    wait: Duration,
+) -> Result<Option<S::Item>, ()> {
+    loop {
+        match tokio::time::timeout_at(alive.last() + wait, events.next()).await {
+            Ok(event) => return Ok(event),
+            // Bytes that were no event (a ping) came meanwhile: the silence starts there.
+            Err(_) if alive.last() + wait > tokio::time::Instant::now() => {}
+            Err(_) => return Err(()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -136,14 +172,14 @@ mod tests {
             Ok(json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}})),
         ];
         let (live, watch) = tokio::sync::watch::channel(String::new());
-        let reply = read(futures::stream::iter(events), &live, PACE).await.expect("a reply");
+        let reply = read(futures::stream::iter(events), &live, (PACE, &Alive::new()), None).await.expect("a reply");
         assert_eq!(reply.text.as_deref(), Some("Hello"));
         assert_eq!(*watch.borrow(), "Hello");
         assert_eq!(reply.tool_calls, vec![ToolCall::new("c1", "rich_send", "{\"a\": 1}")]);
         assert_eq!(reply.usage, Usage { prompt: 7, completion: 3, cached: 0 });
 
         let cut: Vec<Result<Value, String>> = vec![piece("Half an"), Err("connection reset".into())];
-        match read(futures::stream::iter(cut), &live, PACE).await {
+        match read(futures::stream::iter(cut), &live, (PACE, &Alive::new()), None).await {
             Err(Error::Cut(so_far, why)) => {
                 assert_eq!((so_far.as_str(), why.as_str()), ("Half an", "connection reset"))
             }
@@ -155,12 +191,12 @@ mod tests {
     async fn a_stream_that_ends_without_saying_it_finished_is_cut() {
         let (live, _watch) = tokio::sync::watch::channel(String::new());
         let unfinished = vec![piece("It ends"), piece(" here")];
-        match read(futures::stream::iter(unfinished), &live, PACE).await {
+        match read(futures::stream::iter(unfinished), &live, (PACE, &Alive::new()), None).await {
             Err(Error::Cut(so_far, why)) => assert_eq!(so_far, "It ends here", "{why}"),
             other => panic!("expected a cut stream, got {other:?}"),
         }
         let finished = vec![piece("It ends"), piece(" here"), stop()];
-        let reply = read(futures::stream::iter(finished), &live, PACE).await.expect("complete");
+        let reply = read(futures::stream::iter(finished), &live, (PACE, &Alive::new()), None).await.expect("complete");
         assert_eq!(reply.text.as_deref(), Some("It ends here"));
     }
 
@@ -178,18 +214,49 @@ mod tests {
         let (live, _watch) = tokio::sync::watch::channel(String::new());
         // 90 s of answer, a piece a second, with a 60 s timeout and 30 s of allowed silence.
         let started = tokio::time::Instant::now();
-        let reply = read(paced(90, Duration::from_secs(1)), &live, PACE).await.expect("complete");
+        let reply =
+            read(paced(90, Duration::from_secs(1)), &live, (PACE, &Alive::new()), None).await.expect("complete");
         assert_eq!(reply.text.map(|t| t.len()), Some(90 * 5));
         assert!(started.elapsed() >= Duration::from_secs(90));
         // Silent for 31 s after it began: cut, with what came.
         let stalled = futures::stream::iter([piece("so far")]).chain(paced(1, Duration::from_secs(31)));
-        match read(Box::pin(stalled), &live, PACE).await {
+        match read(Box::pin(stalled), &live, (PACE, &Alive::new()), None).await {
             Err(Error::Cut(so_far, why)) => assert_eq!(so_far, "so far", "{why}"),
             other => panic!("expected a cut stream, got {other:?}"),
         }
         // Nothing at all within the timeout: timed out, nothing to show.
-        match read(paced(1, Duration::from_secs(61)), &live, PACE).await {
+        match read(paced(1, Duration::from_secs(61)), &live, (PACE, &Alive::new()), None).await {
             Err(Error::TimedOut(_)) => {}
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_pings_while_it_reads_a_long_prompt_is_waited_for_and_a_silent_one_is_not() {
+        let (live, _watch) = tokio::sync::watch::channel(String::new());
+        // The first event after 150 s (the 60 s timeout is long past) and the last 150 s
+        // later (the 30 s of silence long past), the server pinging every 20 s meanwhile.
+        let alive = Alive::new();
+        let pinger = alive.clone();
+        let pings = tokio::spawn(async move {
+            for _ in 0..15 {
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                pinger.touch();
+            }
+        });
+        let reply = read(paced(1, Duration::from_secs(150)), &live, (PACE, &alive), None).await.expect("answered");
+        assert_eq!(reply.text.as_deref(), Some("word "));
+        pings.await.expect("pings");
+        // Pings that stop: silent for the timeout after the last one.
+        let alive = Alive::new();
+        let pinger = alive.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            pinger.touch();
+        });
+        let started = tokio::time::Instant::now();
+        match read(paced(1, Duration::from_secs(150)), &live, (PACE, &alive), None).await {
+            Err(Error::TimedOut(_)) => assert_eq!(started.elapsed(), Duration::from_secs(80)),
             other => panic!("expected a timeout, got {other:?}"),
         }
     }
@@ -216,7 +283,7 @@ mod tests {
             Ok(json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 9}})),
         ];
         let (live, _watch) = tokio::sync::watch::channel(String::new());
-        let reply = read(futures::stream::iter(events), &live, PACE).await.expect("a reply");
+        let reply = read(futures::stream::iter(events), &live, (PACE, &Alive::new()), None).await.expect("a reply");
         assert_eq!(reply.text.as_deref(), Some("Here it is."));
         let mut cut = ToolCall::new("b", "rich_send", "{\"y\": \"tru");
         cut.cut = true;

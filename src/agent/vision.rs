@@ -11,7 +11,12 @@ use super::{Complete, Error, LiveText, Message, Reply, ToolSpec};
 
 impl Complete for Llm {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
-        self.complete_seeing(messages, tools, live).await
+        let reply = self.complete_seeing(messages, tools, live).await?;
+        if !self.text_tool_calls {
+            return Ok(reply);
+        }
+        let round = messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
+        Ok(super::written::recover(reply, tools, u32::try_from(round).unwrap_or(u32::MAX)))
     }
 }
 

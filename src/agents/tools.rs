@@ -19,7 +19,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::{Channel, Client, Failure, parse};
-use crate::tools::{RICH_EDIT, RICH_SEND, RoomChoices, SCHEDULE, SCHEDULES, UNSCHEDULE, tool_specs};
+use crate::tools::{RICH_EDIT, RICH_SEND, SCHEDULE, SCHEDULES, UNSCHEDULE, tool_specs};
 
 /// The host-channel tool and the one that reads answers back.
 const SEND: &str = "send";
@@ -126,7 +126,7 @@ async fn replies(channel: &Channel, client: &Client, args: &Value) -> Result<Val
 fn tools(edit_interval_ms: u64) -> Vec<Tool> {
     let key = json!({"type": "string", "description": "Optional. The same key again (within agents.idempotency_hours) returns the first call's receipt and posts nothing."});
     let mut out = Vec::new();
-    for spec in tool_specs(&RoomChoices::default(), edit_interval_ms) {
+    for spec in tool_specs(edit_interval_ms) {
         let mut schema = spec.parameters;
         schema["properties"]["idempotency_key"] = key.clone();
         if spec.name == RICH_SEND {

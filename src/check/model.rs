@@ -64,12 +64,12 @@ async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm:
         zone: None,
         budget: settings.config.bot.history_chars,
         asked: &[],
+        rooms: &tools::RoomChoices { in_dm: true, shared: Vec::new() },
     };
     let mut messages = context::build(&situation, &[], &[], &context::Parts::new());
     messages.push(Message::User(QUESTION.to_owned()));
-    let rooms = tools::RoomChoices { in_dm: true, shared: Vec::new() };
     let rich = [
-        tools::tool_specs(&rooms, settings.config.bot.edit_interval_ms),
+        tools::tool_specs(settings.config.bot.edit_interval_ms),
         tools::poll_specs(),
         crate::schedules::schedule_specs(),
     ]

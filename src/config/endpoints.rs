@@ -16,6 +16,8 @@ pub struct Endpoint {
     pub model: String,
     pub api_key: Option<String>,
     pub max_tokens: u32,
+    /// Calls the model writes as text are read as calls (`text_tool_calls`).
+    pub text_tool_calls: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -25,6 +27,7 @@ impl std::fmt::Debug for Endpoint {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("max_tokens", &self.max_tokens)
+            .field("text_tool_calls", &self.text_tool_calls)
             .finish()
     }
 }
@@ -92,6 +95,7 @@ pub(super) fn resolve(
             model: p.model.clone().unwrap_or_else(|| llm.model.clone()),
             api_key,
             max_tokens: p.max_tokens.unwrap_or(llm.max_tokens),
+            text_tool_calls: p.text_tool_calls.unwrap_or(llm.text_tool_calls),
         });
     }
     out

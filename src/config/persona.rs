@@ -33,6 +33,10 @@ pub struct Persona {
     /// Whether its model sees pictures; `[llm] vision` when unset.
     #[serde(default)]
     pub vision: Option<bool>,
+    /// Whether calls its model writes as text are read as calls; `[llm] text_tool_calls`
+    /// when unset.
+    #[serde(default)]
+    pub text_tool_calls: Option<bool>,
     /// Whether its members' voice messages are transcribed (`[transcription]` set); true
     /// when unset.
     #[serde(default)]

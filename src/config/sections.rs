@@ -100,6 +100,11 @@ pub struct Llm {
     /// `bot.max_parallel_rooms`, is what keeps a provider's concurrency limit).
     #[serde(default = "default_llm_concurrency")]
     pub max_concurrent_requests: usize,
+    /// Tool calls the model writes as text (a fenced JSON call, `<tool_call>`, a tag named
+    /// after a tool) are read as calls; `false` leaves its text as it is. A persona may say
+    /// otherwise (`[[personas]] text_tool_calls`).
+    #[serde(default = "default_true")]
+    pub text_tool_calls: bool,
 }
 
 impl std::fmt::Debug for Llm {

@@ -130,6 +130,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
                 api_key_file: None,
                 max_tokens: None,
                 vision: None,
+                text_tool_calls: None,
                 transcription: None,
                 voice_replies: false,
             });

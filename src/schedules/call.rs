@@ -89,24 +89,29 @@ pub enum ScheduleCall {
 
 /// The three tools' specs.
 pub fn schedule_specs() -> Vec<ToolSpec> {
-    let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false});
+    let object = |properties: Value, required: &[&str]| {
+        let mut schema = json!({"type": "object", "properties": properties, "additionalProperties": false});
+        if !required.is_empty() {
+            schema["required"] = json!(required);
+        }
+        schema
+    };
     vec![
         ToolSpec {
             name: SCHEDULE.to_owned(),
-            description: "Do something later for the person asking: once (at) or repeatedly (every, an RFC 5545 \
-                 RRULE in the zone tz). Give message (posted as it is then: text, or {payload, fallback} as for \
-                 rich_send) or prompt (what you will be asked to do then, with fresh tool results). Returns its id \
-                 and next times."
+            description: "Do something later for the asker: once (at) or repeatedly (every, an RRULE in tz). \
+                 Give message (text, or {payload, fallback}) to post then, or prompt to be asked then. Returns its \
+                 id and next times."
                 .to_owned(),
             parameters: object(
                 json!({
-                    "at": {"type": "string", "description": "RFC 3339 time with offset, e.g. 2026-12-24T09:00:00+01:00."},
-                    "every": {"type": "string", "description": "e.g. FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"},
-                    "tz": {"type": "string", "description": "IANA zone of every, e.g. Europe/Lisbon; default the person's."},
-                    "start": {"type": "string", "description": "RFC 3339; when every begins (default now)."},
-                    "message": {"description": "Text, or {\"payload\": ..., \"fallback\": ...}."},
+                    "at": {"type": "string", "description": "RFC 3339 with offset"},
+                    "every": {"type": "string", "description": "e.g. FREQ=DAILY;BYHOUR=9"},
+                    "tz": {"type": "string", "description": "IANA zone; default the person's"},
+                    "start": {"type": "string", "description": "RFC 3339; default now"},
+                    "message": {},
                     "prompt": {"type": "string"},
-                    "room": {"type": "string", "description": "As in rich_send; default this chat."},
+                    "room": {"type": "string", "description": "as in rich_send"},
                     "title": {"type": "string"},
                 }),
                 &[],
@@ -114,15 +119,12 @@ pub fn schedule_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: SCHEDULES.to_owned(),
-            description: "List the schedules of the person asking, with ids and next times.".to_owned(),
-            parameters: object(
-                json!({"all_rooms": {"type": "boolean", "description": "Default: this chat only."}}),
-                &[],
-            ),
+            description: "List the asker's schedules: ids and next times.".to_owned(),
+            parameters: object(json!({"all_rooms": {"type": "boolean"}}), &[]),
         },
         ToolSpec {
             name: UNSCHEDULE.to_owned(),
-            description: "Cancel a schedule of the person asking.".to_owned(),
+            description: "Cancel the asker's schedule id.".to_owned(),
             parameters: object(json!({"id": {"type": "integer"}}), &["id"]),
         },
     ]

@@ -9,6 +9,7 @@
 //! edit a message or post in a room is decided later, by the turn, against the store.
 
 pub mod args;
+mod block_call;
 mod plan;
 mod poll;
 pub mod registry;
@@ -19,6 +20,7 @@ use serde::Serialize;
 
 use crate::blocks::Rich;
 
+pub use block_call::block_call;
 pub use plan::{MAX_FALLBACK, plan};
 pub use poll::{PollCall, RICH_POLL, RICH_POLL_END, plan_poll, poll_specs};
 pub use registry::{Offered, Toolbox};

@@ -5,7 +5,6 @@
 use ruma::{EventId, OwnedEventId};
 use serde_json::{Map, Value, json};
 
-use super::specs::EVENT_ID_PATTERN;
 use super::{ToolError, ToolErrorCode};
 use crate::agent::ToolSpec;
 use crate::blocks::cut;
@@ -35,27 +34,15 @@ pub fn poll_specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: RICH_POLL.to_owned(),
             description: format!(
-                "Start a poll in this chat when the group should choose. Members vote in their client or by \
-                 replying with a number. Its question and numbered answers are posted for you; its tally is shown \
-                 to you next turn. It ends after end_after_secs ({}-{}) or at {RICH_POLL_END}, and its result is \
-                 posted. Returns {{\"event_id\": \"$...\"}}: the poll's id.",
-                END_AFTER.start(),
-                END_AFTER.end()
+                "Start a poll in this chat; votes, tally and result are handled for you. It ends after \
+                 end_after_secs or at {RICH_POLL_END}. Returns the poll's event_id."
             ),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "question": {"type": "string", "description": format!("At most {MAX_QUESTION} characters.")},
-                    "answers": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": format!("{}-{} distinct answers, each at most {MAX_ANSWER} characters.", ANSWERS.start(), ANSWERS.end()),
-                    },
-                    "kind": {
-                        "type": "string",
-                        "enum": ["disclosed", "undisclosed"],
-                        "description": "disclosed (default): results shown while voting; undisclosed: only at the end.",
-                    },
+                    "question": {"type": "string"},
+                    "answers": {"type": "array", "items": {"type": "string"}, "description": format!("{}-{} answers.", ANSWERS.start(), ANSWERS.end())},
+                    "kind": {"type": "string", "enum": ["disclosed", "undisclosed"]},
                     "end_after_secs": {"type": "integer"},
                 },
                 "required": ["question", "answers"],
@@ -64,13 +51,11 @@ pub fn poll_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: RICH_POLL_END.to_owned(),
-            description: "End a poll you started in this chat. Returns {\"event_id\": \"$...\", \"result\": \"...\"}: \
-                 the result to tell."
-                .to_owned(),
+            description: "End your poll; returns its result to tell.".to_owned(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "poll": {"type": "string", "pattern": EVENT_ID_PATTERN, "description": "The poll's event id."},
+                    "poll": {"type": "string"},
                 },
                 "required": ["poll"],
                 "additionalProperties": false,

@@ -1,6 +1,11 @@
 //! What the model is offered: the two tools' names, descriptions and JSON Schemas, and the
 //! system-prompt line that says when to use them. The block list in the description is
 //! generated from the catalogue, so it never drifts from what `plan` accepts.
+//!
+//! The specs are the same bytes in every room and for every asker: what the `room`
+//! argument may name there ([`RoomChoices`]) is told in the turn's note instead, so a model
+//! server reuses the tools it evaluated for one room in the next. And they are short: a
+//! small model on a CPU reads them before every first question.
 
 use ruma::OwnedRoomId;
 use serde_json::{Value, json};
@@ -9,7 +14,7 @@ use super::{MAX_FALLBACK, RICH_EDIT, RICH_SEND};
 use crate::agent::ToolSpec;
 use crate::blocks::CATALOGUE;
 
-/// What the `room` argument may name in the current context.
+/// What the `room` argument may name in the current context (told in the turn's note).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoomChoices {
     /// Whether the current chat is already the asker's DM (then `dm` means this chat).
@@ -20,36 +25,30 @@ pub struct RoomChoices {
 }
 
 /// A complete, valid `rich_send` call, shown to the model in the description (and tested
-/// to pass `plan`).
-pub const EXAMPLE_CALL: &str = r#"{"payload": {"v": 1, "blocks": [{"type": "weather", "location": "Lisbon", "temp": "21.5", "unit": "C", "condition": "Sunny", "high": 23, "low": "14.5"}]}, "fallback": "**Lisbon**: 21.5 °C, sunny (high 23, low 14.5)"}"#;
-
-/// An event id, as the tools' schemas let the model write one (`$` and 1 to 254 visible
-/// ASCII characters; `plan` checks the exact rules).
-pub const EVENT_ID_PATTERN: &str = r"^\$[!-~]{1,254}$";
+/// to pass `plan`). Its data is plainly an example: a model that copies it tells no one a
+/// plausible fact (a weather example was passed off as Lisbon's weather).
+pub const EXAMPLE_CALL: &str = r#"{"payload": {"v": 1, "blocks": [{"type": "table", "columns": ["A", "B"], "rows": [["x", "2.5"]]}]}, "fallback": "x: 2.5"}"#;
 
 /// The system-prompt line for the tools.
 pub fn prompt_line() -> &'static str {
-    "Answer with a rich message (rich_send; rich_edit updates one you sent) whenever blocks help more than \
-     prose; short answers can stay plain text. A rich message's fallback must say everything on its own. \
-     When a rich message already said it all, end your turn with exactly [no reply]."
+    "Use rich_send when blocks help more than prose; short answers can be plain text. Call tools; never write a \
+     call as text. Never claim you did something (sent, reminded, polled) unless its tool succeeded this turn."
 }
 
-/// The tool specs for the current context; `edit_interval_ms` is the configured pace of
-/// writes to one message, which the `rich_edit` description states.
-pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
-    let room = room_schema(rooms);
-    let payload = json!({
-        "description": "{\"v\": 1, \"blocks\": [1-8 blocks]}",
-        "type": ["object", "string"],
-    });
+/// The tool specs; `edit_interval_ms` is the configured pace of writes to one message,
+/// which the `rich_edit` description states.
+pub fn tool_specs(edit_interval_ms: u64) -> Vec<ToolSpec> {
+    let room = room_schema();
+    // The payload's shape is the description's example (1-8 blocks, as `plan` says).
+    let payload = json!({"type": ["object", "string"]});
     // In the subset every common server's grammar converter takes (`agent::portable`):
     // no length bound past a few hundred (the fallback's is in its description, and
     // `plan` holds it), no `\S` in patterns.
-    let fallback = json!({
-        "type": "string",
-        "description": format!("CommonMark text with every fact the blocks show (at most {MAX_FALLBACK} characters)."),
-    });
-    let event_id = |what: &str| json!({"type": "string", "pattern": EVENT_ID_PATTERN, "description": what});
+    let fallback =
+        json!({"type": "string", "description": format!("Markdown, all the blocks say (≤{MAX_FALLBACK} chars).")});
+    // Event ids are plain strings here: `plan` checks them and says what is wrong, and a
+    // pattern costs every prompt a few dozen tokens.
+    let event_id = json!({"type": "string"});
     vec![
         ToolSpec {
             name: RICH_SEND.to_owned(),
@@ -59,8 +58,8 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
                 "properties": {
                     "payload": payload,
                     "fallback": fallback,
-                    "reply_to": event_id("Reply to this event id."),
-                    "thread": event_id("Post in the thread rooted at this event id."),
+                    "reply_to": event_id,
+                    "thread": event_id,
                     "room": room,
                 },
                 "required": ["payload", "fallback"],
@@ -73,10 +72,9 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "event_id": event_id("The event id of your original message."),
+                    "event_id": event_id,
                     "payload": payload,
-                    "fallback": fallback,
-                    "room": room,
+                    "fallback": {"type": "string"},
                 },
                 "required": ["event_id", "payload", "fallback"],
                 "additionalProperties": false,
@@ -87,8 +85,8 @@ pub fn tool_specs(rooms: &RoomChoices, edit_interval_ms: u64) -> Vec<ToolSpec> {
 
 fn edit_description(interval_ms: u64) -> String {
     format!(
-        "Replace a rich message you sent (the event_id rich_send returned) with a full new payload and \
-         fallback. Edits of one message are paced {} s apart; a faster one waits.",
+        "Replace your rich message event_id with a new payload and fallback, as in rich_send (edits are {} s \
+         apart).",
         seconds(interval_ms)
     )
 }
@@ -100,41 +98,24 @@ fn seconds(ms: u64) -> String {
 }
 
 fn send_description() -> String {
-    let mut blocks = String::new();
-    for spec in CATALOGUE {
-        let required: Vec<&str> = spec.fields.iter().filter(|f| f.required).map(|f| f.name).collect();
-        blocks.push_str(&format!("\n- {} ({})", spec.name, required.join(", ")));
-        if !spec.use_for.is_empty() {
-            blocks.push_str(&format!(": {}", spec.use_for));
-        }
-    }
+    let blocks: Vec<String> = CATALOGUE
+        .iter()
+        .map(|spec| {
+            let required: Vec<&str> = spec.fields.iter().filter(|f| f.required).map(|f| f.name).collect();
+            format!("{}({})", spec.name, required.join(","))
+        })
+        .collect();
     format!(
-        "Post a rich message: blocks plus a CommonMark fallback. Blocks (required fields):{blocks}\n\
-         Button: {{\"label\": \"Yes\", \"action\": {{\"type\": \"react\", \"key\": \"✅\"}}}} or \
-         {{\"type\": \"send\", \"body\": \"...\"}}.\n\
-         Numbers: integers, or decimal strings (\"62.99\", never 62.99). Times: ISO 8601 (\"2026-12-01T18:00:00Z\"). \
-         Images, files: mxc:// URLs you were given, or a data: URL (\"data:text/csv;base64,...\") of a file you made.\n\
-         Example call: {EXAMPLE_CALL}\n\
-         Returns {{\"event_id\": \"$...\"}}, or {{\"error\", \"code\", \"path\"}} saying what to fix."
+        "Post a rich message: blocks, and a Markdown fallback that says it all alone. Blocks (required fields): {}. \
+         Numbers: integers or decimal strings. Times: ISO 8601. Example: {EXAMPLE_CALL}\nReturns event_id, or an error and its path to fix. When the message said it all, end your \
+         turn with exactly [no reply].",
+        blocks.join(", ")
     )
 }
 
-fn room_schema(rooms: &RoomChoices) -> Value {
-    let mut description = String::from("Where to post. Leave it out for this chat");
-    if !rooms.in_dm {
-        description.push_str("; \"dm\" for a direct chat with the person asking");
-    }
-    let mut choices: Vec<Value> = vec![json!("dm")];
-    if !rooms.shared.is_empty() {
-        description.push_str("; or one of these rooms you share with them:");
-        for (id, name) in &rooms.shared {
-            let name = serde_json::to_string(name).unwrap_or_default();
-            description.push_str(&format!(" {id} (named {name});"));
-            choices.push(json!(id.as_str()));
-        }
-    }
-    description.push('.');
-    json!({"type": "string", "enum": choices, "description": description})
+/// The `room` argument, the same in every room: which rooms it may name is the note's.
+fn room_schema() -> Value {
+    json!({"type": "string", "description": "Omit for this chat; or \"dm\", or a room id from the note."})
 }
 
 #[cfg(test)]
@@ -143,19 +124,16 @@ mod tests {
 
     #[test]
     fn every_schema_is_in_the_subset_every_common_model_server_takes() {
-        let shared = vec![(ruma::owned_room_id!("!a:x"), "Team \"ops\" [\\d+]".to_owned())];
-        for rooms in [RoomChoices::default(), RoomChoices { in_dm: true, shared }] {
-            for spec in tool_specs(&rooms, 2500) {
-                let problems = crate::agent::portable::problems(&spec.parameters);
-                assert!(problems.is_empty(), "{}: {problems:?}", spec.name);
-            }
+        for spec in tool_specs(2500) {
+            let problems = crate::agent::portable::problems(&spec.parameters);
+            assert!(problems.is_empty(), "{}: {problems:?}", spec.name);
         }
     }
 
     #[test]
     fn the_edit_description_states_the_configured_pace() {
-        for (ms, said) in [(2500, "paced 2.5 s apart"), (3000, "paced 3 s apart"), (250, "paced 0.25 s apart")] {
-            let specs = tool_specs(&RoomChoices::default(), ms);
+        for (ms, said) in [(2500, "2.5 s apart"), (3000, "3 s apart"), (250, "0.25 s apart")] {
+            let specs = tool_specs(ms);
             let edit = specs.iter().find(|s| s.name == RICH_EDIT).expect("rich_edit");
             assert!(edit.description.contains(said), "{ms}: {}", edit.description);
         }

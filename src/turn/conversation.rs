@@ -38,8 +38,8 @@ impl Turns {
         &self,
         (turn, scope): (i64, &Scope),
         persona: &Persona,
-        events: &[StoredEvent],
-        presses: &[Press],
+        (events, presses): (&[StoredEvent], &[Press]),
+        rooms: &crate::tools::RoomChoices,
     ) -> Result<Vec<Message>, Error> {
         // Everything in the room up to now: the persona's answers posted after the
         // triggering events (a previous turn still running then) included.
@@ -80,6 +80,7 @@ impl Turns {
             zone,
             budget: self.limits.history_chars,
             asked: &asked,
+            rooms,
         };
         Ok(context::build(&situation, &history, presses, &parts))
     }

@@ -14,8 +14,12 @@
 //! with what it showed and a "continued below" line, and the rest follows as new
 //! messages: a long answer is never left live, or lost.
 //!
+//! An answer sent back to the model (`review`) is not finished: its live message, if it
+//! showed one, is carried over to the next reply, which edits and finishes it.
+//!
 //! Write ids: reply `r`'s live message is write `LIVE + r * 10_000` (later edits follow
-//! it), its final edit `... + 9_999`, further parts `... + 9_000 + i`; a refused final
+//! it, a carried message's by the reply that carries it), its final edit `... + 9_999`,
+//! further parts `... + 9_000 + i`; a refused final
 //! edit's replacement `... + 7_999` and the rest `... + 8_000 + i`. A resumed turn replays
 //! the recorded reply and finds the writes that landed; a live write's content may differ
 //! from a crashed run's, so its id alone identifies it.
@@ -67,6 +71,9 @@ pub(super) struct Live<'a> {
     notes: std::sync::atomic::AtomicI64,
     /// The reply being streamed, until its text is put out for good.
     streaming: Mutex<Option<u32>>,
+    /// The reply whose live message goes on as the next reply's (its answer was sent back
+    /// to the model: the next one finishes what it showed, found by its write id).
+    carried: Mutex<Option<u32>>,
 }
 
 /// A note shown on a reply's message while a tool runs, to take back when it is done.
@@ -101,7 +108,35 @@ impl<'a> Live<'a> {
             finished: Mutex::new(None),
             notes: std::sync::atomic::AtomicI64::new(0),
             streaming: Mutex::new(None),
+            carried: Mutex::new(None),
         }
+    }
+
+    /// Reply `reply` is not put out: whatever it showed live (this run, or a run a crash
+    /// cut short) is the next reply's message, edited and finished by it.
+    pub fn carry_over(&self, reply: u32) {
+        self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let mut carried = self.carried.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A reply carried over twice keeps the first one's message.
+        carried.get_or_insert(reply);
+    }
+
+    /// At the end of a turn: a message carried over that no later reply finished (the
+    /// model ended with nothing to show) no longer says what was sent back; it says that
+    /// the answer was withdrawn.
+    pub async fn withdraw_carried(&self) {
+        let Some(reply) = self.carried.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() else {
+            return;
+        };
+        let Some(message) = self.shown().message else { return };
+        let Ok(content) = render::edit(&message, render::Message::text(strings::WITHDRAWN)) else { return };
+        if let Err(e) = self.outbox.edit(&self.write(reply, FINAL), &message, &content).await {
+            tracing::warn!(error = %e, "could not withdraw an answer sent back to the model");
+        }
+    }
+
+    fn carried(&self) -> Option<u32> {
+        *self.carried.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write(&self, reply: u32, k: i64) -> Write<'_> {
@@ -119,7 +154,9 @@ impl<'a> Live<'a> {
     /// Follows reply `reply`'s text in `text` until `done` is notified, posting and editing
     /// its live message at the pace. Stops between writes, never in the middle of one.
     pub async fn follow(&self, reply: u32, mut text: watch::Receiver<String>, done: &Notify) {
-        self.set_shown(Shown::default());
+        if self.carried().is_none() {
+            self.set_shown(Shown::default());
+        }
         *self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reply);
         let mut last_write: Option<Instant> = None;
         loop {
@@ -133,7 +170,8 @@ impl<'a> Live<'a> {
             if due.is_some_and(|d| Instant::now() < d) {
                 continue;
             }
-            let now_text = text.borrow().clone();
+            // Never an annotation the model copied from its prompt, even while it is typed.
+            let now_text = super::context::clean_answer(&text.borrow());
             let mut shown = self.shown();
             let parts_now = parts(&now_text);
             let part = parts_now.first().map_or("", |p| p.as_ref());
@@ -187,17 +225,21 @@ impl<'a> Live<'a> {
         self.streaming.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let text = text.trim();
         if text.is_empty() || (strings::is_no_reply(text) && !cut) {
+            // A carried message is finished by the reply that has something to show.
             return Ok(());
         }
         let full = if cut { format!("{text}\n\n{}", strings::CUT_SHORT) } else { text.to_owned() };
         let parts = parts(&full);
         let thread = self.scope.thread.as_deref();
         // The live message: this run's, or one a crashed run posted (found by its id).
+        // The live message: this run's, or one a crashed run posted (found by its id), of
+        // this reply or of the one it carries over.
+        let from = self.carried.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take().unwrap_or(reply);
         let (message, fresh) = match self.shown().message {
             Some(m) => (m, false),
             None => {
                 let first = render::text_in(&parts[0], self.scope.relation()).map_err(render_err)?;
-                self.outbox.send_live(&self.write(reply, 0), &first, thread).await.map_err(later)?
+                self.outbox.send_live(&self.write(from, 0), &first, thread).await.map_err(later)?
             }
         };
         if !fresh && !self.reads_final(&message, &parts[0]).await {

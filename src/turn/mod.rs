@@ -34,7 +34,9 @@ mod outcome;
 pub mod pictures;
 mod planned;
 mod polls;
+mod promises;
 mod record;
+mod review;
 mod runner;
 mod schedule_tools;
 mod scheduled;
@@ -202,10 +204,10 @@ impl Turns {
         if let Some(outcome) = self.post_scheduled(turn, &scope, events).await? {
             return Ok(self.finish(turn, outcome, TurnRecord::default()).await?);
         }
-        let messages = self.conversation((turn.id, &scope), persona, events, presses).await?;
         let choices = targets::choices(&self.store, &scope).await?;
+        let messages = self.conversation((turn.id, &scope), persona, (events, presses), &choices).await?;
         let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
-        let rich = [tool_specs(&choices, self.outbox.interval_ms()), poll_specs(), schedule_specs()].concat();
+        let rich = [tool_specs(self.outbox.interval_ms()), poll_specs(), schedule_specs()].concat();
         let offered = self.toolbox.offer(rich, who);
         let tools = offered.specs();
 
@@ -213,7 +215,7 @@ impl Turns {
         let metered =
             budget::Metered::new(self.llm_of(&scope.persona), &self.store, &self.budget, (&scope.room, &scope.asker));
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
-        let recorded = record::Recorded::load(&metered, &self.store, &shown, turn).await?;
+        let recorded = record::Recorded::load(&metered, (&self.store, &self.metrics), &shown, turn).await?;
         let parts = (&self.store, &self.outbox, &shown);
         let deadline = clock::Deadline::default();
         let kit = runner::Kit {
@@ -230,6 +232,7 @@ impl Turns {
         let (live_text, _) = tokio::sync::watch::channel(String::new());
         let bounded = run_loop(&recorded, messages, &tools, &runner, self.limits.bounds, &live_text);
         let result = deadline.run(self.limits.deadline, bounded).await;
+        shown.withdraw_carried().await;
         let next = runner.next_write();
         typing.stop().await;
         let replayed = recorded.replayed();

@@ -5,7 +5,9 @@
 //! is the model asked for more.
 //!
 //! Each reply's text goes out here (`live`), before its tools run, so the conversation
-//! reads in order: a reply streamed live while it is written, then finished.
+//! reads in order: a reply streamed live while it is written, then finished. What goes
+//! out is what the review (`review`) lets a member read: a replayed reply is judged again,
+//! the same way.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -15,6 +17,7 @@ use tokio::sync::Notify;
 
 use super::live::Live;
 use super::notices::PostError;
+use super::review::Verdict;
 use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
 use crate::metrics::Metrics;
 use crate::store::{self, Store, TurnRow};
@@ -24,6 +27,8 @@ pub struct Recorded<'a, L> {
     llm: &'a L,
     store: &'a Store,
     live: &'a Live<'a>,
+    metrics: &'a Metrics,
+    review: super::review::Review,
     turn: i64,
     replay: Mutex<VecDeque<Reply>>,
     /// Rounds handed out so far (recorded or new).
@@ -36,7 +41,12 @@ pub struct Recorded<'a, L> {
 impl<'a, L> Recorded<'a, L> {
     /// Loads what `turn` recorded before: only a resumed turn can have (a new one is not
     /// read for it).
-    pub async fn load(llm: &'a L, store: &'a Store, live: &'a Live<'a>, turn: &TurnRow) -> Result<Self, store::Error> {
+    pub async fn load(
+        llm: &'a L,
+        (store, metrics): (&'a Store, &'a Metrics),
+        live: &'a Live<'a>,
+        turn: &TurnRow,
+    ) -> Result<Self, store::Error> {
         let mut replay = VecDeque::new();
         if turn.resumed {
             for text in store.replies(turn.id).await? {
@@ -48,6 +58,8 @@ impl<'a, L> Recorded<'a, L> {
             llm,
             store,
             live,
+            metrics,
+            review: super::review::Review::default(),
             turn,
             replay: Mutex::new(replay),
             round: AtomicU32::new(0),
@@ -59,6 +71,35 @@ impl<'a, L> Recorded<'a, L> {
     /// How many replies came from the record rather than the model.
     pub fn replayed(&self) -> u32 {
         self.replayed.load(Ordering::Relaxed)
+    }
+
+    /// Judges `reply` (`review`) and puts out what a member may read of it: its text
+    /// cleaned, or (sent back to the model) nothing yet, or one honest sentence.
+    async fn deliver(
+        &self,
+        round: u32,
+        reply: &mut Reply,
+        (messages, tools): (&[Message], &[ToolSpec]),
+    ) -> Result<(), agent::Error> {
+        match self.review.judge(reply, messages, tools) {
+            Verdict::Show(text) => {
+                self.show(round, &text, false).await?;
+                reply.text = (!text.is_empty()).then_some(text);
+            }
+            Verdict::Correct(correction) => {
+                tracing::info!(turn = self.turn, round, correction, "an answer was sent back to the model");
+                Metrics::inc(&self.metrics.answer_corrections);
+                // What this reply showed live is the next one's to finish.
+                self.live.carry_over(round);
+                reply.correction = Some(correction);
+            }
+            Verdict::Replace(sentence) => {
+                tracing::warn!(turn = self.turn, round, "the model gave no answer fit to post; the member is told");
+                self.show(round, &sentence, false).await?;
+                reply.text = Some(sentence);
+            }
+        }
+        Ok(())
     }
 
     /// Puts a reply's text out; a homeserver that is down suspends the turn.
@@ -79,9 +120,9 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
         let round = self.round.fetch_add(1, Ordering::Relaxed) + 1;
         let recorded = self.replay.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
-        if let Some(reply) = recorded {
+        if let Some(mut reply) = recorded {
             self.replayed.fetch_add(1, Ordering::Relaxed);
-            self.show(round, reply.text.as_deref().unwrap_or_default(), false).await?;
+            self.deliver(round, &mut reply, (messages, tools)).await?;
             return Ok(reply);
         }
         let done = Notify::new();
@@ -94,13 +135,14 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
             self.live.follow(round, live.subscribe(), &done),
         );
         match result {
-            Ok(reply) => {
+            Ok(mut reply) => {
                 let text = serde_json::to_string(&reply).map_err(|e| agent::Error::Suspended(e.to_string()))?;
                 self.store
                     .record_reply(self.turn, round, &text)
                     .await
                     .map_err(|e| agent::Error::Suspended(format!("could not record the model's reply: {e}")))?;
-                self.show(round, reply.text.as_deref().unwrap_or_default(), false).await?;
+                Metrics::add(&self.metrics.llm_written_calls, u64::from(reply.written));
+                self.deliver(round, &mut reply, (messages, tools)).await?;
                 Ok(reply)
             }
             Err(agent::Error::Cut(so_far, why)) => {

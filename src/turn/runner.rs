@@ -28,7 +28,9 @@ use crate::render::{self, Relation};
 use crate::store::Store;
 use crate::tools::Offered;
 use crate::tools::registry::Kind;
-use crate::tools::{RICH_POLL, RICH_POLL_END, RichCall, RoomTarget, SCHEDULE_TOOLS, ToolError, ToolErrorCode};
+use crate::tools::{
+    RICH_POLL, RICH_POLL_END, RICH_SEND, RichCall, RoomTarget, SCHEDULE_TOOLS, ToolError, ToolErrorCode,
+};
 
 /// What a turn's tool calls reach beyond the store and the outbox.
 pub struct Kit<'a> {
@@ -182,9 +184,15 @@ impl Runner<'_> {
         }
     }
 
-    /// Sends the call where its tool lives; a name this turn did not offer is unknown.
+    /// Sends the call where its tool lives; a name this turn did not offer is unknown,
+    /// unless it is a block's (`tools::block_call`): then it is that block's rich message.
     async fn dispatch(&self, call: &ToolCall, nth: u32) -> Result<Value, Stop> {
         let args = arguments(call)?;
+        let sends = self.kit.offered.get(&call.name).is_none() && self.kit.offered.get(RICH_SEND).is_some();
+        if let Some(rich) = sends.then(|| crate::tools::block_call(&call.name, &args)).flatten() {
+            let send = ToolCall { name: RICH_SEND.to_owned(), ..call.clone() };
+            return self.execute(&send, &rich, nth).await;
+        }
         match self.kit.offered.get(&call.name).map(|t| (t, &t.kind)) {
             Some((tool, Kind::Mcp { server, tool: name })) => self.external(tool, (*server, name), &args, nth).await,
             _ if [RICH_POLL, RICH_POLL_END].contains(&call.name.as_str()) => self.poll(&call.name, &args).await,

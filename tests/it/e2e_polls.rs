@@ -60,11 +60,6 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
     env.llm.respond_with(move |request| {
         let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
         let said = last["content"].as_str().unwrap_or_default();
-        if last["role"] == "user" && said.contains("start the polls") {
-            let lunch = json!({"question": "Lunch?", "answers": ["Pizza", "Sushi"]});
-            let dinner = json!({"question": "Dinner?", "answers": ["Soup", "Salad"], "kind": "undisclosed", "end_after_secs": 60});
-            return calls(&[("rich_poll", lunch), ("rich_poll", dinner)]);
-        }
         if last["role"] == "user" && said.contains("end the lunch poll") {
             let lunch = listed(request, "Lunch?").unwrap_or_default();
             // First a message that is no poll of its own: the question that asked for them.
@@ -73,8 +68,13 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
                 .into_iter()
                 .flatten()
                 .filter_map(|m| m["content"].as_str())
-                .find(|t| t.contains("start the polls"))
-                .and_then(|t| Some(t[t.find("[$")? + 1..t.find("]:")?].to_owned()))
+                // Its id, from the note's ids: `$x ("Richbot, start the polls…")`.
+                .find(|t| t.contains("(\"Richbot, start the polls"))
+                .and_then(|t| {
+                    let quoted = &t[..t.find("(\"Richbot, start the polls")?];
+                    let id = &quoted[quoted.rfind('$')?..];
+                    Some(id.split(' ').next()?.to_owned())
+                })
                 .unwrap_or_default();
             let edit = json!({"event_id": lunch, "payload": {"v": 1, "blocks": [{"type": "details", "summary": "x", "body": "x"}]}, "fallback": "x"});
             return calls(&[
@@ -82,6 +82,12 @@ async fn a_poll_is_voted_on_tallied_for_the_model_and_ended_when_asked_or_when_d
                 ("rich_poll_end", json!({"poll": lunch})),
                 ("rich_edit", edit),
             ]);
+        }
+        // The note of the later question quotes the earlier one: asked last, matched first.
+        if last["role"] == "user" && said.ends_with("start the polls") {
+            let lunch = json!({"question": "Lunch?", "answers": ["Pizza", "Sushi"]});
+            let dinner = json!({"question": "Dinner?", "answers": ["Soup", "Salad"], "kind": "undisclosed", "end_after_secs": 60});
+            return calls(&[("rich_poll", lunch), ("rich_poll", dinner)]);
         }
         text("[no reply]")
     });
@@ -190,10 +196,10 @@ async fn in_a_dm_a_bare_number_votes_and_the_result_is_posted_when_the_poll_ends
     env.llm.respond_with(move |request| {
         let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
         let said = last["content"].as_str().unwrap_or_default();
-        if last["role"] == "user" && said.contains("poll me") {
+        if last["role"] == "user" && said.ends_with("poll me about tea") {
             return calls(&[("rich_poll", json!({"question": "Tea?", "answers": ["Green", "Black"]}))]);
         }
-        if last["role"] == "user" && said.contains("close it") {
+        if last["role"] == "user" && said.ends_with("close it") {
             let tea = listed(request, "Tea?").unwrap_or_default();
             return calls(&[("rich_poll_end", json!({"poll": tea}))]);
         }

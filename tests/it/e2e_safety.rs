@@ -134,7 +134,11 @@ async fn a_flooded_room_delays_another_rooms_question_by_at_most_one_turn() {
         env.llm
             .requests()
             .iter()
-            .position(|r| r["messages"][0]["content"].as_str().is_some_and(|s| s.contains("a direct chat with @bob")))
+            // Where a turn is, is in its note, at the start of the newest message.
+            .position(|r| {
+                let newest = r["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str());
+                newest.is_some_and(|s| s.contains("a direct chat with @bob"))
+            })
     })
     .await;
     stop.store(true, Ordering::Relaxed);
@@ -262,9 +266,10 @@ async fn a_huge_room_name_never_reaches_the_prompt_whole() {
     env.alice.say(&dm, "where can you post?").await;
     env.wait_turns(&dm, 1).await;
     let request = env.llm.requests()[0].to_string();
-    let room = &env.llm.requests()[0]["tools"][0]["function"]["parameters"]["properties"]["room"]["description"];
-    let room = room.as_str().expect("description");
-    assert!(room.contains(&big), "the shared room is offered: {room}");
-    assert!(room.contains(&format!("named \"{}…\"", "N".repeat(80))), "cut and quoted: {room}");
+    // The rooms `room` may name are in the turn's note (the tools are the same everywhere).
+    let messages = env.llm.requests()[0]["messages"].clone();
+    let note = messages.as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).expect("the note");
+    assert!(note.contains(&big), "the shared room is offered: {note}");
+    assert!(note.contains(&format!("named \"{}…\"", "N".repeat(80))), "cut and quoted: {note}");
     assert!(!request.contains(&"N".repeat(81)), "never whole");
 }

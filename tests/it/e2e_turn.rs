@@ -37,16 +37,18 @@ async fn dm_weather_is_one_rich_message_with_the_float_as_a_decimal_string() {
     assert_eq!(tools, ["rich_send", "rich_edit", "rich_poll", "rich_poll_end", "schedule", "schedules", "unschedule"]);
     let system = requests[0]["messages"][0]["content"].as_str().expect("system");
     assert!(
-        system.starts_with("You are Richbot.")
-            && system.contains("rich_send")
-            && system.contains("a direct chat with @alice:localhost"),
+        system.starts_with("You are Richbot.") && system.contains("rich_send") && !system.contains("@alice:localhost"),
         "{system}"
     );
     let last_user = requests[0]["messages"].as_array().expect("messages").last().expect("one").clone();
     let last_user = last_user["content"].as_str().expect("text");
     assert!(last_user.ends_with("weather in Lisbon?"), "{last_user}");
-    assert!(last_user.starts_with("[Now: ") && last_user.contains("Asked by: @alice:localhost.]"), "{last_user}");
-    assert!(!system.contains("Now:") && !system.contains("Asked by"), "the system prompt is the same every turn");
+    assert!(last_user.starts_with("[Now: ") && last_user.contains("Asked by: @alice:localhost."), "{last_user}");
+    assert!(last_user.contains("In: a direct chat with @alice:localhost."), "where, in the note: {last_user}");
+    assert!(
+        !system.contains("[Now: 2") && !system.contains("Asked by: @"),
+        "the system prompt is the same every turn: {system}"
+    );
     assert_eq!(last_tool_result(&requests[1]).expect("result")["event_id"], msgs[0]["event_id"]);
     let turns = env.wait_turns(&room, 1).await;
     assert_eq!(turns[0], ("no_reply".to_owned(), 2, 200, 40), "outcome, rounds and token usage recorded");
@@ -251,10 +253,8 @@ async fn a_react_button_press_reaches_the_model_as_a_button_press() {
         .and_then(|m| m["content"].as_str())
         .expect("text")
         .to_owned();
-    let press = format!(
-        "Asked by: @alice:localhost.]\n@alice:localhost pressed the button \"Yes\" (✅) on your message {target}."
-    );
-    assert!(said.ends_with(&press), "{said}");
+    let press = format!("]\n@alice:localhost pressed the button \"Yes\" (✅) on your message {target}.");
+    assert!(said.ends_with(&press) && said.contains("Asked by: @alice:localhost."), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -37,6 +37,7 @@ mod e2e_tools;
 mod e2e_turn;
 mod e2e_uploads;
 mod e2e_voice;
+mod e2e_written;
 mod layout;
 mod leases;
 mod edge;

@@ -257,3 +257,27 @@ async fn dm_homeserver() -> FakeHs {
     })
     .await
 }
+
+/// A model server on a CPU reads a long prompt for longer than `llm.timeout_secs`, pinging
+/// meanwhile (SSE comments, which the event reader drops): the call waits for it, since
+/// bytes are coming. The same wait with nothing sent times out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_call_waits_past_its_timeout_for_a_server_that_pings_but_not_for_a_silent_one() {
+    use crate::support::llm::Step;
+    use richbot::agent::{Complete, Llm, Message};
+    let llm = FakeLlm::start().await;
+    let client = Llm::new(&llm.base_url, None, "m", Duration::from_secs(2), 100)
+        .with_idle_timeout(Duration::from_secs(2))
+        .with_streaming(true);
+    let (live, _) = tokio::sync::watch::channel(String::new());
+    let asked = [Message::User("hi".into())];
+    let ask = || client.complete(&asked, &[], &live);
+    // 6 s of reading, three times the timeout, a ping every 0.5 s.
+    llm.script([Step::Pinged(12, Duration::from_millis(500), "read it all".into())]);
+    let reply = ask().await.expect("answered");
+    assert_eq!(reply.text.as_deref(), Some("read it all"));
+    // The stream opened at once, then nothing for 6 s.
+    llm.script([Step::Pieces(vec!["too late".into()], Duration::from_secs(6))]);
+    let error = ask().await.expect_err("timed out");
+    assert!(matches!(error, richbot::agent::Error::TimedOut(_)), "{error:?}");
+}

@@ -63,6 +63,8 @@ mod e2e_tools;
 mod e2e_turn;
 #[path = "../it/e2e_uploads.rs"]
 mod e2e_uploads;
+#[path = "../it/e2e_written.rs"]
+mod e2e_written;
 #[path = "../it/edge.rs"]
 mod edge;
 #[path = "../it/leases.rs"]

@@ -41,22 +41,39 @@ fn situation(scope: &Scope, budget: usize) -> Situation<'_> {
         zone: None,
         budget,
         asked: &[],
+        rooms: &NO_ROOMS,
     }
 }
 
-const FACTS: &str = "[Now: 2026-11-29T19:15Z. Asked by: @alice:x.]\n";
+/// A DM: no room to name but this one.
+static NO_ROOMS: crate::tools::RoomChoices = crate::tools::RoomChoices { in_dm: true, shared: Vec::new() };
 
-/// The conversation with the per-turn facts taken off the newest member message, where
-/// they must be.
-fn built(s: &Situation<'_>, history: &[StoredEvent], presses: &[Press], parts: &Parts) -> Vec<Message> {
+/// The note's start for the tests' situation (a DM with Alice, at one minute).
+const NOTE: &str = "[Now: 2026-11-29T19:15Z. In: a direct chat with @alice:x. Asked by: @alice:x.";
+
+/// The conversation with the per-turn note taken off the newest member message, where it
+/// must be; and the note.
+fn built_with_note(
+    s: &Situation<'_>,
+    history: &[StoredEvent],
+    presses: &[Press],
+    parts: &Parts,
+) -> (Vec<Message>, String) {
     let mut msgs = build(s, history, presses, parts);
     let newest = msgs.iter_mut().rev().find_map(|m| match m {
         Message::User(text) | Message::UserImages { text, .. } => Some(text),
         _ => None,
     });
     let text = newest.expect("a member message");
-    *text = text.strip_prefix(FACTS).unwrap_or_else(|| panic!("the facts first: {text}")).to_owned();
-    msgs
+    assert!(text.starts_with(NOTE), "the note first: {text}");
+    let end = text.find("]\n").unwrap_or_else(|| panic!("the note's end: {text}")) + 2;
+    let note = text[..end - 1].to_owned();
+    *text = text[end..].to_owned();
+    (msgs, note)
+}
+
+fn built(s: &Situation<'_>, history: &[StoredEvent], presses: &[Press], parts: &Parts) -> Vec<Message> {
+    built_with_note(s, history, presses, parts).0
 }
 
 #[test]
@@ -74,12 +91,12 @@ fn conversation_has_prompt_situation_and_history_in_order() {
     let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
     let Message::System(system) = &msgs[0] else { panic!("system first") };
     assert!(system.starts_with("Be kind.\n\nTOOLS"));
-    assert!(system.contains("a direct chat with @alice:x"));
+    assert!(!system.contains("@alice:x"), "nothing of this room's: {system}");
     assert!(!system.contains("2026") && !system.contains("Asked by"), "nothing of this turn's: {system}");
     assert_eq!(msgs.len(), 4);
-    assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather?".into()));
-    assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Lisbon 21.5")));
-    assert_eq!(msgs[3], Message::User("@alice:x [$e4]: thanks".into()));
+    assert_eq!(msgs[1], Message::User("@alice:x: weather?".into()));
+    assert_eq!(msgs[2], Message::Assistant { text: Some("Lisbon 21.5".into()), tool_calls: Vec::new() });
+    assert_eq!(msgs[3], Message::User("@alice:x: thanks".into()));
 }
 
 #[test]
@@ -115,8 +132,8 @@ fn edits_by_the_sender_replace_the_text_and_others_edits_are_ignored() {
     ];
     let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
     assert_eq!(msgs.len(), 3);
-    assert_eq!(msgs[1], Message::User("@alice:x [$e1]: weather in Lisbon?".into()));
-    assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("Tracking: shipped")));
+    assert_eq!(msgs[1], Message::User("@alice:x: weather in Lisbon?".into()));
+    assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t == "Tracking: shipped"));
 }
 
 #[test]
@@ -126,7 +143,7 @@ fn history_is_cut_to_the_budget_keeping_the_newest() {
         .collect();
     let msgs = built(&situation(&scope(None), 200), &history, &[], &Parts::new());
     assert!(msgs.len() < 20);
-    assert_eq!(msgs.last(), Some(&Message::User("@alice:x [$e50]: message number 50".into())));
+    assert_eq!(msgs.last(), Some(&Message::User("@alice:x: message number 50".into())));
 }
 
 #[test]
@@ -144,9 +161,15 @@ fn threads_see_only_the_thread_and_presses_are_spelled_out() {
         in_thread(3, "in thread"),
     ];
     let press = Press { key: "✅".into(), label: "Yes".into(), message: "$m".try_into().expect("id") };
-    let msgs = built(&situation(&scope(Some("$e1")), 10_000), &history, &[press], &Parts::new());
+    let scope = scope(Some("$e1"));
+    let mut msgs = build(&situation(&scope, 10_000), &history, &[press], &Parts::new());
+    let Message::User(pressed) = &mut msgs[3] else { panic!("the press last") };
+    let note =
+        "[Now: 2026-11-29T19:15Z. In: a direct chat with @alice:x, in the thread rooted at $e1. Asked by: @alice:x.";
+    assert!(pressed.starts_with(note), "{pressed}");
+    *pressed = pressed[pressed.find("]\n").expect("its end") + 2..].to_owned();
     assert_eq!(msgs.len(), 4);
-    assert_eq!(msgs[2], Message::User("@alice:x [$e3]: in thread".into()));
+    assert_eq!(msgs[2], Message::User("@alice:x: in thread".into()));
     assert_eq!(msgs[3], Message::User("@alice:x pressed the button \"Yes\" (✅) on your message $m.".into()));
 }
 
@@ -157,7 +180,7 @@ fn a_button_press_keeps_its_note_in_an_emote_too() {
     };
     let note = " (sent by pressing the button with id \"wave\")";
     let text = built(&situation(&scope(None), 10_000), &[used("m.text")], &[], &Parts::new());
-    assert_eq!(text[1], Message::User(format!("@alice:x [$e1]: waves{note}")));
+    assert_eq!(text[1], Message::User(format!("@alice:x: waves{note}")));
     let emote = built(&situation(&scope(None), 10_000), &[used("m.emote")], &[], &Parts::new());
     assert_eq!(emote[1], Message::User(format!("* @alice:x waves{note}")));
 }
@@ -184,26 +207,22 @@ fn members_pictures_and_files_are_given_whole_when_fetched_and_named_otherwise()
         (id("$e4"), Part::Unread("application/pdf files are not read".into())),
     ]);
     let msgs = built(&situation(&scope(None), 100_000), &history, &[], &parts);
-    assert_eq!(
-        msgs[1],
-        Message::User("@alice:x [$e1]: [image: old.jpg mxc://x/y]".into()),
-        "an older picture is named"
-    );
+    assert_eq!(msgs[1], Message::User("@alice:x: [image: old.jpg mxc://x/y]".into()), "an older picture is named");
     assert_eq!(
         msgs[2],
         Message::UserImages {
-            text: "@alice:x [$e2]: [image: cat.jpg mxc://x/y] what is this?".into(),
+            text: "@alice:x: [image: cat.jpg mxc://x/y] what is this?".into(),
             images: vec!["data:image/jpeg;base64,AA==".into()]
         }
     );
     assert_eq!(
         msgs[3],
-        Message::User("@alice:x [$e3]: [file: data.csv mxc://x/y]\n<file name=\"data.csv\">\na,b\n1,2\n</file>".into())
+        Message::User("@alice:x: [file: data.csv mxc://x/y]\n<file name=\"data.csv\">\na,b\n1,2\n</file>".into())
     );
     assert_eq!(
         msgs[4],
         Message::User(
-            "@alice:x [$e4]: [file: paper.pdf mxc://x/y] (not shown to you: application/pdf files are not read)".into()
+            "@alice:x: [file: paper.pdf mxc://x/y] (not shown to you: application/pdf files are not read)".into()
         )
     );
 }
@@ -223,9 +242,9 @@ fn the_model_reads_its_own_answers_as_it_wrote_them_and_members_as_they_are_show
         ),
     ];
     let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
-    assert_eq!(msgs[1], Message::User("@alice:x [$e1]: plain words".into()), "a member's source is never read");
-    assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t.starts_with("**Lisbon** 21.5\n")));
-    assert!(matches!(&msgs[3], Message::Assistant { text: Some(t), .. } if t.starts_with("**Done**\n")), "{msgs:?}");
+    assert_eq!(msgs[1], Message::User("@alice:x: plain words".into()), "a member's source is never read");
+    assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t == "**Lisbon** 21.5"));
+    assert!(matches!(&msgs[3], Message::Assistant { text: Some(t), .. } if t == "**Done**"), "{msgs:?}");
 }
 
 /// Turn `n`'s conversation in a group room where Alice and Bob take turns asking and the
@@ -259,9 +278,12 @@ fn consecutive_turns_share_all_but_their_tail_so_the_server_reuses_its_cache() {
     // who asks (Alice, then Bob) and the votes.
     assert_eq!(shared(&first, &second), first.len() - 1, "{first:#?}\n{second:#?}");
     let Some(Message::User(newest)) = second.last() else { panic!("the question last") };
-    assert!(newest.starts_with("[Now: 2026-11-29T19:21Z. Asked by: @bob:x.]\nYour poll has 6 votes.\n@bob:x [$e11]"));
+    assert!(
+        newest.starts_with("[Now: 2026-11-29T19:21Z. In: the group room !r (answer the person who addressed you). Asked by: @bob:x. Ids for tools: your messages $e6 (\"Answer to 5.\"), $e8 (\"Answer to 7.\"), $e10 (\"Answer to 9.\"); members' $e7 (\"Bot, and 7?\"), $e9 (\"Bot, question 9?\"), $e11 (\"Bot, and 11?\").]\nYour poll has 6 votes.\n@bob:x: Bot, and 11?"),
+        "{newest}"
+    );
     let Some(Message::User(then)) = first.last() else { panic!("the question last") };
-    assert!(then.starts_with("[Now: 2026-11-29T19:20Z. Asked by: @alice:x.]"), "{then}");
+    assert!(then.starts_with("[Now: 2026-11-29T19:20Z. In: the group room !r"), "{then}");
 }
 
 #[test]
@@ -271,7 +293,7 @@ fn history_over_its_budget_is_trimmed_a_block_at_a_time_so_most_turns_keep_their
     let mut moved = 0;
     for (n, pair) in (2..).zip(turns.windows(2)) {
         let history_chars: usize = pair[1][1..].iter().map(Message::chars).sum();
-        assert!(history_chars <= budget + 80, "within the budget (the facts aside): {history_chars}");
+        assert!(history_chars <= budget + 400, "within the budget (the note aside): {history_chars}");
         // From the 20th turn on, the room has more than the budget.
         assert!(n < 20 || history_chars >= budget / 2, "not cut far below it: {history_chars}");
         if shared(&pair[0], &pair[1]) < pair[0].len() - 1 {
@@ -303,18 +325,53 @@ fn the_turns_own_messages_come_last_and_are_never_trimmed() {
     let long = "x".repeat(600);
     let history = vec![
         ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "old"})),
-        ev(2, "@alice:x", json!({"msgtype": "m.text", "body": long})),
-        ev(3, "@alice:x", json!({"msgtype": "m.text", "body": long})),
+        ev(2, "@alice:x", json!({"msgtype": "m.text", "body": format!("first {long}")})),
+        ev(3, "@alice:x", json!({"msgtype": "m.text", "body": format!("second {long}")})),
         ev(4, "@bob:x", json!({"msgtype": "m.text", "body": "bob's question"})),
         ev(5, "@bot:x", json!({"msgtype": "m.text", "body": "bob's answer"})),
     ];
     let asked = [OwnedEventId::try_from("$e2").expect("id"), OwnedEventId::try_from("$e3").expect("id")];
     let scope = scope(None);
     // A budget smaller than the turn's own two messages: they stay, the older history goes.
-    let s = Situation { asked: &asked, ..situation(&scope, 1_300) };
+    let s = Situation { asked: &asked, ..situation(&scope, 1_273) };
     let msgs = built(&s, &history, &[], &Parts::new());
     let texts: Vec<String> = msgs.iter().skip(1).map(|m| format!("{m:?}")).collect();
     assert_eq!(msgs.len(), 5, "{texts:#?}");
     assert!(texts[0].contains("bob's question") && texts[1].contains("bob's answer"), "{texts:#?}");
-    assert!(texts[2].contains("[$e2]") && texts[3].contains("[$e3]"), "the turn's own, last: {texts:#?}");
+    assert!(texts[2].contains("first xx") && texts[3].contains("second xx"), "the turn's own, last: {texts:#?}");
+}
+
+#[test]
+fn the_note_gives_the_place_the_ids_and_the_rooms_and_the_system_prompt_is_the_same_in_every_room() {
+    let history = vec![
+        ev(1, "@alice:x", json!({"msgtype": "m.text", "body": "  weather\n in   Lisbon, please, and tomorrow's too?"})),
+        ev(2, "@bot:x", json!({"msgtype": "m.text", "body": "Lisbon: 21 °C."})),
+        ev(3, "@bot:x", json!({"msgtype": "m.notice", "body": "A notice is no message of the model's."})),
+        ev(4, "@alice:x", json!({"msgtype": "m.text", "body": "thanks"})),
+    ];
+    let dm = scope(None);
+    let (msgs, note) = built_with_note(&situation(&dm, 10_000), &history, &[], &Parts::new());
+    assert_eq!(
+        note,
+        format!(
+            "{NOTE} Ids for tools: your messages $e2 (\"Lisbon: 21 °C.\"); members' $e1 (\"weather in Lisbon, please, a…\"), $e4 (\"thanks\").]"
+        )
+    );
+    let everywhere = |m: &Message| !format!("{m:?}").contains("$e");
+    assert!(msgs.iter().all(everywhere), "no id anywhere else: {msgs:#?}");
+    // A group room with a room to name besides it: the note says so; the system prompt is
+    // the same as the DM's, byte for byte.
+    let group = Scope { room: ruma::owned_room_id!("!g:x"), is_dm: false, ..scope(None) };
+    let rooms = crate::tools::RoomChoices { in_dm: false, shared: vec![(ruma::owned_room_id!("!t:x"), "Team".into())] };
+    let s = Situation { rooms: &rooms, ..situation(&group, 10_000) };
+    let in_group = build(&s, &history, &[], &Parts::new());
+    assert_eq!(in_group[0], msgs[0], "the system prompt is the same in every room");
+    let Some(Message::User(last)) = in_group.last() else { panic!("a question") };
+    assert!(last.contains("In: the group room !g:x (answer the person who addressed you)."), "{last}");
+    assert!(
+        last.contains(
+            "Rooms you may post to besides this chat: \"dm\" (a direct chat with @alice:x); !t:x (named \"Team\")."
+        ),
+        "{last}"
+    );
 }

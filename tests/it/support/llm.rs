@@ -26,6 +26,9 @@ pub enum Step {
     Hang,
     /// 429 with `Retry-After: secs`.
     RetryAfter(u64),
+    /// Streamed: a ping (an SSE comment, as llama.cpp sends while it reads a prompt) every
+    /// `Duration`, this many, then the text. Whole: the text after as long.
+    Pinged(usize, Duration, String),
     /// Text in these pieces, one event every `Duration` (streamed; whole when the request
     /// does not stream).
     Pieces(Vec<String>, Duration),
@@ -338,6 +341,14 @@ async fn answer(step: Step, usage: (u64, u64, u64), streaming: bool, first: &Arc
             Step::Status(code) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 return (status, Json(json!({"error": {"message": "scripted failure", "type": "server_error", "param": null, "code": null}}))).into_response();
+            }
+            Step::Pinged(pings, every, t) if !streaming => {
+                step = Step::Delay(every * u32::try_from(pings).unwrap_or(u32::MAX), Box::new(Step::Text(t)));
+            }
+            Step::Pinged(pings, every, t) => {
+                let mut events = vec![": ping\n\n".to_owned(); pings];
+                events.push(chunk(json!({"role": "assistant", "content": t})));
+                return sse(events, every, usage, End::Finished("stop"), None);
             }
             Step::Text(t) if streaming => {
                 let pieces = [chunk(json!({"role": "assistant", "content": ""})), chunk(json!({"content": t}))];

@@ -1,0 +1,139 @@
+//! Calls written as text, in the forms real models write them (Qwen2.5-Coder-1.5B on
+//! llama.cpp wrote every one of these), and prose that only looks close.
+
+use serde_json::json;
+
+use super::*;
+
+fn tools() -> Vec<ToolSpec> {
+    let spec = |name: &str, props: Value, required: Value| ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        parameters: json!({"type": "object", "properties": props, "required": required}),
+    };
+    vec![
+        spec("rich_send", json!({"payload": {}, "fallback": {}, "room": {}}), json!(["payload", "fallback"])),
+        spec(
+            "rich_edit",
+            json!({"event_id": {}, "payload": {}, "fallback": {}}),
+            json!(["event_id", "payload", "fallback"]),
+        ),
+        spec("schedule", json!({"at": {}, "every": {}, "message": {}, "prompt": {}}), json!([])),
+        spec("unschedule", json!({"id": {}}), json!(["id"])),
+    ]
+}
+
+const ARGS: &str = r#"{"payload": {"v": 1, "blocks": [{"type": "code", "code": "x"}]}, "fallback": "x"}"#;
+
+fn calls(text: &str) -> (Vec<(String, Value)>, Option<String>) {
+    match read(text, &tools(), 2) {
+        Read::Calls { calls, rest } => (
+            calls.into_iter().map(|c| (c.name, serde_json::from_str(&c.arguments).expect("JSON arguments"))).collect(),
+            rest,
+        ),
+        other => panic!("no calls in {text:?}: {other:?}"),
+    }
+}
+
+fn args() -> Value {
+    serde_json::from_str(ARGS).expect("args")
+}
+
+#[test]
+fn every_written_form_of_a_call_is_read_as_that_call() {
+    let forms = [
+        format!(r#"{{"name": "rich_send", "arguments": {ARGS}}}"#),
+        format!("```json\n{{\"name\": \"rich_send\", \"arguments\": {ARGS}}}\n```"),
+        format!("```\n{{\"name\": \"rich_send\", \"parameters\": {ARGS}}}\n```"),
+        format!("<tool_call>\n{{\"name\": \"rich_send\", \"arguments\": {ARGS}}}\n</tool_call>"),
+        format!("<tools>{{\"name\": \"rich_send\", \"arguments\": {ARGS}}}</tools>"),
+        format!("<rich_send>{ARGS}</rich_send>"),
+        format!("<rich_send>\n{ARGS}"),
+        format!(r#"{{{{"name": "rich_send", "arguments": {ARGS}}}}}"#),
+        format!(r#"{{"function": {{"name": "rich_send", "arguments": {}}}}}"#, serde_json::to_string(ARGS).expect("s")),
+        ARGS.to_owned(),
+        format!("```json\n{ARGS}\n```"),
+    ];
+    for text in forms {
+        let (found, rest) = calls(&text);
+        assert_eq!(found, [("rich_send".to_owned(), args())], "{text}");
+        assert_eq!(rest, None, "{text}");
+    }
+}
+
+#[test]
+fn the_prose_around_a_call_is_kept_apart_and_several_calls_are_read_in_order() {
+    let text = format!(
+        "Here is the table you asked for.\n```json\n[{{\"name\": \"rich_send\", \"arguments\": {ARGS}}}, \
+         {{\"name\": \"unschedule\", \"arguments\": {{\"id\": 4}}}}]\n```\nAnything else?"
+    );
+    let (found, rest) = calls(&text);
+    assert_eq!(found.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["rich_send", "unschedule"]);
+    assert_eq!(rest.as_deref(), Some("Here is the table you asked for.\n\nAnything else?"));
+    let inline = format!(r#"Sure! {{"name": "rich_send", "arguments": {ARGS}}} Done."#);
+    let (found, rest) = calls(&inline);
+    assert_eq!(found, [("rich_send".to_owned(), args())]);
+    assert_eq!(rest.as_deref(), Some("Sure!  Done."));
+    // A rich message's bare arguments with prose around them, as Qwen wrote them.
+    for text in [
+        format!("Here is the updated rich message with the new chart:\n\n{ARGS}\n\nEnjoy!"),
+        format!("Here is the chart:\n```json\n{ARGS}\n```\nEnjoy!"),
+    ] {
+        let (found, rest) = calls(&text);
+        assert_eq!(found, [("rich_send".to_owned(), args())], "{text}");
+        assert!(rest.as_deref().is_some_and(|r| r.starts_with("Here is") && r.ends_with("Enjoy!")), "{rest:?}");
+    }
+    let Read::Calls { calls, .. } = read(&format!("<rich_send>{ARGS}</rich_send>"), &tools(), 3) else { panic!() };
+    assert_eq!(calls[0].id, "written_3_0", "ids by round and place");
+}
+
+#[test]
+fn prose_that_mentions_a_tool_or_shows_json_is_prose() {
+    for text in [
+        "I can post that with rich_send if you like.",
+        "Use the `schedule` tool to set reminders.",
+        "```json\n{\"name\": \"Alice\", \"age\": 31}\n```",
+        "```python\nprint({\"name\": \"rich_send\"})\n```",
+        "The config takes {\"fallback\": \"x\"} inside a sentence.",
+        "[1, 2, 3]",
+        "```json\n{\"payload\": 1}\n```\nis how the field looks.",
+        // Other bare arguments are a call only alone: this is an answer showing JSON.
+        "An id looks like this:\n```json\n{\"id\": 4}\n```",
+    ] {
+        assert_eq!(read(text, &tools(), 1), Read::Prose, "{text}");
+    }
+}
+
+#[test]
+fn a_call_to_an_offered_tool_that_cannot_be_read_is_unreadable_not_prose() {
+    for text in [
+        "```json\n{\"name\": \"rich_send\", \"arguments\": {\"payload\": {\"v\": 1,}\n```",
+        "<rich_send>payload: weather in Lisbon</rich_send>",
+        "<tool_call>{\"name\": \"rich_send\", \"arguments\": 7}</tool_call>",
+    ] {
+        assert_eq!(read(text, &tools(), 1), Read::Unreadable, "{text}");
+    }
+    // A whole answer that plainly calls something not offered (a block type, a tool it
+    // imagines) is that call, for the turn to answer; inside prose it is prose.
+    for (text, name) in [
+        ("{{\"name\": \"weather\", \"arguments\": {\"location\": \"Porto\", \"temp\": null}}", "weather"),
+        ("<tool_call>{\"name\": \"web_search\", \"arguments\": {\"q\": \"x\"}}</tool_call>", "web_search"),
+        ("```json\n{\"name\": \"web_search\", \"parameters\": {}}\n```", "web_search"),
+    ] {
+        let Read::Calls { calls, rest: None } = read(text, &tools(), 1) else { panic!("a call: {text}") };
+        assert_eq!(calls[0].name, name, "{text}");
+    }
+    let shown = "An OpenAI tool call looks like {\"name\": \"web_search\", \"arguments\": {\"q\": \"x\"}} in the API.";
+    assert_eq!(read(shown, &tools(), 1), Read::Prose);
+}
+
+#[test]
+fn what_streams_is_shown_up_to_where_a_call_may_start() {
+    let t = tools();
+    assert_eq!(shown_until("The weather is mild.", &t), "The weather is mild.".len());
+    assert_eq!(shown_until("{\"name\": \"rich_s", &t), 0);
+    assert_eq!(shown_until("  ```json\n{", &t), 2);
+    assert_eq!(shown_until("Sure.\n<rich_send>{\"pay", &t), "Sure.\n".len());
+    assert_eq!(shown_until("Sure.\n<rich_s", &t), "Sure.\n".len(), "a tag being typed");
+    assert_eq!(shown_until("a < b and c > d", &t), "a < b and c > d".len());
+}

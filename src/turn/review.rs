@@ -1,0 +1,174 @@
+//! What a member may read of a model's reply, decided before its text is posted: the text
+//! cleaned of copied annotations (`context::clean_answer`), and, for the turn's last
+//! reply (one without calls), four answers that are never posted as they are:
+//!
+//! - a call written as text that could not be read (`agent::written`): the model is told
+//!   to make the call instead;
+//! - an empty answer (nothing left once cleaned, or nothing a client would show): the
+//!   model is told to answer in words;
+//! - a promise no tool kept (`promises`): the model is told which tool keeps it;
+//! - a tool's result copied into the answer (small models repeat an error they got, and
+//!   then their own answer that did): the model is told it is for it, not the member.
+//!
+//! Each goes back to the model as a correction, within the turn's rounds, at most
+//! [`CORRECTIONS`] times a turn; after that the member reads one honest sentence instead.
+//! A reply with calls is not judged (its calls are run; its text is shown cleaned).
+//!
+//! Pure but for its count: a resumed turn, replaying its recorded replies, judges them
+//! again the same way.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::context::clean_answer;
+use super::promises;
+use crate::agent::{Message, Reply, ToolSpec};
+use crate::strings;
+
+/// Corrections a turn gives at most before it tells the member in one sentence.
+pub const CORRECTIONS: u32 = 2;
+
+/// What becomes of a reply's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Shown as this (maybe empty: nothing to show).
+    Show(String),
+    /// Not shown; the model is told this and asked again.
+    Correct(String),
+    /// Not shown; the member reads this sentence instead.
+    Replace(String),
+}
+
+/// The review of one turn's replies.
+#[derive(Debug, Default)]
+pub struct Review {
+    corrections: AtomicU32,
+}
+
+impl Review {
+    /// The verdict on `reply`, answering the conversation `messages` (this turn's calls
+    /// and results at its end) with `tools` offered.
+    pub fn judge(&self, reply: &Reply, messages: &[Message], tools: &[ToolSpec]) -> Verdict {
+        let text = clean_answer(reply.text.as_deref().unwrap_or_default());
+        if !reply.tool_calls.is_empty() {
+            return Verdict::Show(text);
+        }
+        let wrong = if reply.unreadable_text {
+            Some((strings::CORRECT_WRITTEN_CALL.to_owned(), strings::COULD_NOT_ANSWER))
+        } else if reply.text.as_deref().is_some_and(|t| !t.trim().is_empty())
+            && crate::render::plain_text(&text).trim().is_empty()
+        {
+            Some((strings::CORRECT_EMPTY.to_owned(), strings::COULD_NOT_ANSWER))
+        } else if copies_a_result(&text, messages) {
+            Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
+        } else {
+            promises::unkept(&text, asked(messages), messages, tools)
+                .map(|broken| (strings::correct_promise(broken.what, broken.tool), strings::PROMISE_NOT_KEPT))
+        };
+        let Some((correction, sentence)) = wrong else { return Verdict::Show(text) };
+        if self.corrections.fetch_add(1, Ordering::Relaxed) < CORRECTIONS {
+            Verdict::Correct(correction)
+        } else {
+            Verdict::Replace(sentence.to_owned())
+        }
+    }
+}
+
+/// Whether `answer` is a tool's result copied: one of this turn's results (a JSON object
+/// of some length) inside it, or a tool error's JSON (`{"error": …, "code"/"path": …}`)
+/// at its start, as a small model repeats one from this turn or its last answer.
+fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
+    let copied = messages.iter().any(|m| match m {
+        Message::Tool { content, .. } => {
+            content.len() >= 24 && content.starts_with('{') && answer.contains(content.as_str())
+        }
+        _ => false,
+    });
+    let error = serde_json::Deserializer::from_str(answer.trim_start())
+        .into_iter::<serde_json::Value>()
+        .next()
+        .and_then(Result::ok)
+        .is_some_and(|v| v.get("error").is_some() && (v.get("code").is_some() || v.get("path").is_some()));
+    copied || error
+}
+
+/// The member's latest words in `messages` (the question the turn answers).
+fn asked(messages: &[Message]) -> &str {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User(t) | Message::UserImages { text: t, .. } if !t.starts_with(strings::CORRECTION) => {
+                Some(t.as_str())
+            }
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::ToolCall;
+    use serde_json::json;
+
+    fn reply(text: &str) -> Reply {
+        Reply { text: Some(text.to_owned()), ..Reply::default() }
+    }
+
+    fn tools() -> Vec<ToolSpec> {
+        vec![ToolSpec { name: "schedule".into(), description: String::new(), parameters: json!({}) }]
+    }
+
+    #[test]
+    fn a_clean_answer_is_shown_cleaned_and_a_call_replys_text_is_never_judged() {
+        let review = Review::default();
+        let asked = [Message::User("@alice:x: hello".into())];
+        assert_eq!(review.judge(&reply("Hi!\n[event_id: $x]"), &asked, &tools()), Verdict::Show("Hi!".into()));
+        let calling = Reply { tool_calls: vec![ToolCall::new("c", "schedule", "{}")], ..reply("Reminder set!") };
+        assert_eq!(review.judge(&calling, &asked, &tools()), Verdict::Show("Reminder set!".into()));
+        assert_eq!(review.judge(&Reply::default(), &asked, &tools()), Verdict::Show(String::new()), "no text");
+    }
+
+    #[test]
+    fn a_copied_tool_result_is_never_shown() {
+        let review = Review::default();
+        let error = r#"{"error":"unknown argument \"buttons\" (allowed: payload, fallback)","code":"invalid_arguments","path":"buttons"}"#;
+        let turn = [
+            Message::User("@alice:x: Compare Python and Rust in a table.".into()),
+            Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+            Message::Tool { call_id: "c".into(), content: error.into() },
+        ];
+        for answer in [error.to_owned(), format!("Here you go: {error}")] {
+            assert_eq!(
+                review.judge(&reply(&answer), &turn, &tools()),
+                Verdict::Correct(strings::CORRECT_TOOL_RESULT.into())
+            );
+        }
+        // One copied from an earlier answer (not in this turn's results) too.
+        let fresh = Review::default();
+        let earlier = r#"{"error":"unknown argument \"series\"","code":"invalid_arguments","path":"series"}"#;
+        assert!(matches!(fresh.judge(&reply(earlier), &turn[..1], &tools()), Verdict::Correct(_)));
+        // Prose about an error is prose; so is JSON that is no result of ours.
+        assert_eq!(
+            fresh.judge(&reply("That gave an error, sorry."), &turn, &tools()),
+            Verdict::Show("That gave an error, sorry.".into())
+        );
+        let json = "```json\n{\"error\": null}\n```";
+        assert_eq!(fresh.judge(&reply(json), &turn[..1], &tools()), Verdict::Show(json.into()));
+    }
+
+    #[test]
+    fn unreadable_calls_empty_answers_and_broken_promises_are_corrected_twice_then_replaced() {
+        let review = Review::default();
+        let asked = [Message::User("@alice:x: Remind me in 2 minutes to stretch".into())];
+        let unreadable = Reply { unreadable_text: true, ..reply("```json\n{\"name\": \"schedule\"") };
+        assert_eq!(review.judge(&unreadable, &asked, &tools()), Verdict::Correct(strings::CORRECT_WRITTEN_CALL.into()));
+        let empty = reply("[Now: 2026-12-06T10:00Z. Asked by: @alice:x.]");
+        assert_eq!(review.judge(&empty, &asked, &tools()), Verdict::Correct(strings::CORRECT_EMPTY.into()));
+        let promise = reply("Reminder: Stretch in 2 minutes.");
+        assert_eq!(review.judge(&promise, &asked, &tools()), Verdict::Replace(strings::PROMISE_NOT_KEPT.into()));
+        let fresh = Review::default();
+        let Verdict::Correct(told) = fresh.judge(&promise, &asked, &tools()) else { panic!("corrected") };
+        assert!(told.contains("schedule"), "{told}");
+    }
+}
