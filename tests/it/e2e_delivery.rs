@@ -121,7 +121,8 @@ fn scripted_model(request: &Value) -> Step {
         .iter()
         .rev()
         .filter(|m| m["role"] == "user")
-        .find_map(|m| m["content"].as_str().and_then(|c| c.split_whitespace().find(|w| w.starts_with('Q'))))
+        // The question ends the newest message (its note, before it, may quote older ones).
+        .find_map(|m| m["content"].as_str().and_then(|c| c.split_whitespace().rev().find(|w| w.starts_with('Q'))))
         .unwrap_or("Q?")
         .trim_matches(|c: char| !c.is_alphanumeric())
         .to_owned();

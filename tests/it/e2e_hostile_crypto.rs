@@ -120,7 +120,9 @@ async fn a_ciphertext_pasted_by_another_member_or_sent_again_is_not_read() {
     let prompt = last_prompt(&env);
     assert!(prompt.contains("the last question") && prompt.contains("the real question"), "{prompt}");
     assert!(!prompt.contains("alice-pasted-by-bob"), "Bob is not credited with Alice's words: {prompt}");
-    assert_eq!(prompt.matches("the real question").count(), 1, "the copy is not read again: {prompt}");
+    // Once as a line of the conversation (the turn's note may quote it too, by its id).
+    let lines = prompt.matches("@alice:localhost: Richbot, the real question").count();
+    assert_eq!(lines, 1, "the copy is not read again: {prompt}");
     let metrics = env.metrics().await;
     assert!(metrics.contains("richbot_e2ee_undecryptable_total 2"), "both copies were refused: {metrics}");
     assert_eq!(answers(&events), ["Answered.", "Answered."], "{events:#?}");

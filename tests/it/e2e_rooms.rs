@@ -57,10 +57,15 @@ async fn room_dm_opens_a_direct_chat_and_unshared_rooms_are_refused() {
     env.alice.say(&group, "richbot, tell me privately").await;
     env.wait_turns(&group, 1).await;
     let requests = env.llm.requests();
-    // A group room is not told which other rooms the asker shares with the persona.
-    let room_arg = requests[0]["tools"][0]["function"]["parameters"]["properties"]["room"].clone();
-    assert!(!room_arg["description"].as_str().expect("description").contains(&team), "{room_arg}");
-    assert_eq!(room_arg["enum"], json!(["dm"]));
+    // A group room is not told which other rooms the asker shares with the persona: its
+    // turn's note offers the DM alone.
+    let messages = requests[0]["messages"].as_array().cloned().unwrap_or_default();
+    let note = messages.last().and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned();
+    assert!(!note.contains(&team), "{note}");
+    assert!(
+        note.contains("Rooms you may post to besides this chat: \"dm\" (a direct chat with @alice:localhost)."),
+        "{note}"
+    );
     let refused = last_tool_result(&requests[1]).expect("result");
     assert_eq!(refused["code"], "room_not_allowed");
     assert_eq!(refused["path"], "room");

@@ -304,12 +304,13 @@ async fn a_prompt_runs_a_turn_with_its_mcp_call_at_its_time_in_the_askers_zone()
     let when = due.clone();
     env.llm.respond_with(move |request| {
         let said = asked(request);
+        // The scheduled turn's note quotes the question that made it: matched first.
+        if said.contains("[scheduled request #") {
+            return calls(&[("t__echo", json!({"text": "deploy green"}))]);
+        }
         if said.contains("check the deploy in") {
             let at = rfc3339(when.at(10_000));
             return calls(&[("schedule", json!({"at": at, "prompt": "Check the deploy and tell me."}))]);
-        }
-        if said.contains("[scheduled request #") {
-            return calls(&[("t__echo", json!({"text": "deploy green"}))]);
         }
         let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
         if last["role"] == "tool" && last["content"].as_str().unwrap_or("").contains("deploy green") {
