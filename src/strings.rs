@@ -330,6 +330,12 @@ pub const PROMISE_NOT_KEPT: &str = "I couldn't do that just now: nothing was set
 /// later answer took its place.
 pub const WITHDRAWN: &str = "_(answer withdrawn)_";
 
+/// Whether a message of the persona's is a withdrawn answer, as written or as its body.
+pub fn is_withdrawn(text: &str) -> bool {
+    let t = text.trim();
+    t == WITHDRAWN || t == WITHDRAWN.trim_matches('_')
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -340,5 +346,12 @@ mod tests {
         for answer in ["no reply", "[no reply] Sure, here it is.", "[reply]", ""] {
             assert!(!super::is_no_reply(answer), "{answer:?}");
         }
+    }
+
+    #[test]
+    fn a_withdrawn_answer_is_known_as_written_and_as_its_body() {
+        assert!(super::is_withdrawn(super::WITHDRAWN));
+        assert!(super::is_withdrawn(" (answer withdrawn) "));
+        assert!(!super::is_withdrawn("The answer was withdrawn by the author."));
     }
 }

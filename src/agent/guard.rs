@@ -4,8 +4,9 @@
 //!   same arguments) is not run a second time; the model is told it repeats itself. The
 //!   third time, the loop ends with what it has.
 //! - **Calls cut off.** A reply whose call was cut (its token limit, or a server that
-//!   could not read the call) gets the `cut_off` tool error and the model one more try; a
-//!   second such reply ends the loop.
+//!   could not read the call, or a call written as text that the limit left unreadable)
+//!   gets the `cut_off` tool error (or a correction) and the model one more try; a second
+//!   such reply ends the loop.
 //!
 //! The turn then tells the member in one sentence (when it had not answered yet), and the
 //! admin reads the cause at WARN.
@@ -57,7 +58,11 @@ pub struct Guard {
 impl Guard {
     /// Notes a reply (before its calls run).
     pub fn reply(&mut self, reply: &Reply) {
-        if reply.tool_calls.iter().any(|c| c.cut) {
+        // An answer sent back (a call written as text it left unreadable, an empty one)
+        // that ran to the token limit is a cut reply too: the model is rambling.
+        let rambled =
+            reply.length && reply.tool_calls.is_empty() && (reply.unreadable_text || reply.correction.is_some());
+        if reply.tool_calls.iter().any(|c| c.cut) || rambled {
             self.cut_replies += 1;
             if self.cut_replies >= CUT_REPLY_LIMIT {
                 self.stop.get_or_insert(Misbehaved::CutOff);
@@ -121,6 +126,20 @@ mod tests {
         guard.reply(&reply(vec![cut.clone()]));
         assert_eq!(guard.stop(), None, "one more try");
         guard.reply(&reply(vec![cut]));
+        assert_eq!(guard.stop(), Some(&Misbehaved::CutOff));
+    }
+
+    #[test]
+    fn an_answer_sent_back_that_ran_to_the_token_limit_is_a_cut_reply() {
+        let mut guard = Guard::default();
+        let unread = |length| Reply { unreadable_text: true, length, ..reply(Vec::new()) };
+        guard.reply(&unread(false));
+        guard.reply(&Reply { length: true, ..reply(Vec::new()) });
+        assert!(!guard.was_cut(), "unreadable, or long prose: not cut");
+        guard.reply(&unread(true));
+        assert_eq!(guard.stop(), None, "one more try");
+        // An empty answer sent back that ran to the limit (`<tool_response>` and on).
+        guard.reply(&Reply { length: true, correction: Some("empty".into()), ..reply(Vec::new()) });
         assert_eq!(guard.stop(), Some(&Misbehaved::CutOff));
     }
 }

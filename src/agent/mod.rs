@@ -140,6 +140,9 @@ pub struct Reply {
     /// model is to make the call instead, and the text is never posted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unreadable_text: bool,
+    /// It stopped at its token limit (`finish_reason: "length"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub length: bool,
     /// Set by the caller's review of a reply without calls (an answer a member may not
     /// read as it is): what the model is told before it is asked again. Not recorded: the
     /// review is made again of a replayed reply.
@@ -155,6 +158,7 @@ impl Reply {
     /// A reply that stopped at its token limit (`finish_reason: "length"`): its last tool
     /// call is the one that was being written, and is marked cut.
     pub fn stopped_at_length(mut self, length: bool) -> Self {
+        self.length = length;
         if length && let Some(last) = self.tool_calls.last_mut() {
             last.cut = true;
         }
@@ -259,8 +263,14 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
         };
         usage.add(reply.usage);
         messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
-        // An answer the member may not read as it is: the model is told why and asked again.
+        // An answer the member may not read as it is: the model is told why and asked again
+        // (a call written as text and cut at the token limit is a cut call, [`guard`]).
         if let Some(correction) = reply.correction.as_ref().filter(|_| reply.tool_calls.is_empty()) {
+            guard.reply(&reply);
+            if let Some(why) = guard.stop() {
+                let (stopped, cut) = (Some(why.clone()), guard.was_cut());
+                return (Ok(Outcome { text: None, rounds: round, usage, exhausted: false, stopped, cut }), messages);
+            }
             messages.push(Message::User(correction.clone()));
             continue;
         }

@@ -43,6 +43,9 @@ pub fn recover(mut reply: Reply, tools: &[ToolSpec], round: u32) -> Reply {
             reply.written = u32::try_from(calls.len()).unwrap_or(u32::MAX);
             reply.tool_calls = calls;
             reply.text = rest;
+            // As a native call: the last one written when the token limit came is cut.
+            let length = reply.length;
+            reply = reply.stopped_at_length(length);
         }
         Read::Unreadable => reply.unreadable_text = true,
     }
@@ -105,7 +108,9 @@ pub fn shown_until(text: &str, tools: &[ToolSpec]) -> usize {
         return 0;
     }
     let mut cut = text.len();
-    for opener in ["```", "<tool_call", "<tools", "<function"] {
+    // `<tool` holds back `<tool_call>`, `<tools>` and the `<tool_response>` a model
+    // imitating its template writes.
+    for opener in ["```", "<tool", "<function"] {
         if let Some(at) = text.find(opener) {
             cut = cut.min(at);
         }

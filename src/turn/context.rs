@@ -199,6 +199,11 @@ fn as_message(event: &StoredEvent, persona: &UserId, edited: Option<&str>, parts
         return None;
     }
     if event.sender == persona {
+        // A live answer withdrawn (the model was corrected) said nothing: a model shown it
+        // imitates it, or loses its way.
+        if crate::strings::is_withdrawn(body) {
+            return None;
+        }
         // The persona's own words as it wrote them: an id here would be copied into answers.
         return Some(Message::Assistant { text: Some(body.to_owned()), tool_calls: Vec::new() });
     }

@@ -136,4 +136,5 @@ fn what_streams_is_shown_up_to_where_a_call_may_start() {
     assert_eq!(shown_until("Sure.\n<rich_send>{\"pay", &t), "Sure.\n".len());
     assert_eq!(shown_until("Sure.\n<rich_s", &t), "Sure.\n".len(), "a tag being typed");
     assert_eq!(shown_until("a < b and c > d", &t), "a < b and c > d".len());
+    assert_eq!(shown_until("<tool_response>\n{\"event_id\"", &t), 0, "a template's tag");
 }

@@ -245,6 +245,13 @@ fn the_model_reads_its_own_answers_as_it_wrote_them_and_members_as_they_are_show
     assert_eq!(msgs[1], Message::User("@alice:x: plain words".into()), "a member's source is never read");
     assert!(matches!(&msgs[2], Message::Assistant { text: Some(t), .. } if t == "**Lisbon** 21.5"));
     assert!(matches!(&msgs[3], Message::Assistant { text: Some(t), .. } if t == "**Done**"), "{msgs:?}");
+    // A live answer withdrawn when the model was corrected is not shown to it at all.
+    let withdrawn = json!({"msgtype": "m.text", "body": "* (answer withdrawn)", "m.relates_to": {"rel_type": "m.replace", "event_id": "$e5"},
+        "m.new_content": {"msgtype": "m.text", "body": "(answer withdrawn)", source: crate::strings::WITHDRAWN}});
+    let more = [ev(5, "@bot:x", json!({"msgtype": "m.text", "body": "I'll remind you"})), ev(6, "@bot:x", withdrawn)];
+    let history: Vec<StoredEvent> = history.into_iter().chain(more).collect();
+    let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
+    assert_eq!(msgs.len(), 4, "{msgs:?}");
 }
 
 /// Turn `n`'s conversation in a group room where Alice and Bob take turns asking and the
