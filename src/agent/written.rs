@@ -284,12 +284,12 @@ fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec]) -> Option<Vec<(String, Val
     };
     let mut out = Vec::new();
     for item in items {
-        if let Some(call) = call_of(item, tools) {
-            out.push(call);
-        } else if let Some(call) = named_call(item).filter(|_| plainly_a_call(c, item)) {
-            // Plainly a call, of something not offered (a block type, an imagined tool):
-            // run as such, its result (a block's rich message, or "no such tool") the
-            // model's to act on.
+        // A call of an offered tool; or plainly a call, of something not offered (a block
+        // type, an imagined tool): run as such, its result (a block's rich message, or "no
+        // such tool") the model's to act on.
+        let named =
+            named_call(item).filter(|(name, _)| tools.iter().any(|t| t.name == *name) || plainly_a_call(c, item));
+        if let Some(call) = named {
             out.push(call);
         } else if (c.alone || rich_message(item))
             && let Some(call) = bare_arguments(item, tools)
