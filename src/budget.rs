@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use regex::Regex;
 use ruma::UserId;
 
-use crate::agent::{self, Choice, Complete, LiveText, Message, Reply, ToolSpec};
+use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
 use crate::clock::now_ms;
 use crate::store::{self, BudgetKind, Budgets, DayUse, Spent, Store};
 use ruma::RoomId;
@@ -134,13 +134,7 @@ fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
 }
 
 impl<L: Complete + Sync> Complete for Metered<'_, L> {
-    async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        choice: Choice,
-        live: &LiveText,
-    ) -> Result<Reply, agent::Error> {
+    async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
         let prompt = (request_chars(messages, tools) / 4) as u64;
         let estimate = prompt + u64::from(self.budget.max_tokens);
         let budgets = self.budget.for_asker(self.asker);
@@ -150,7 +144,7 @@ impl<L: Complete + Sync> Complete for Metered<'_, L> {
             Ok(Err(spent)) => return Err(self.stop(Stop::Spent(spent))),
             Err(e) => return Err(self.stop(Stop::Store(e))),
         };
-        let result = self.llm.complete(messages, tools, choice, live).await;
+        let result = self.llm.complete(messages, tools, live).await;
         let reported = result.as_ref().map(|r| r.usage).unwrap_or_default();
         let used = match &result {
             Ok(reply) if reply.usage.prompt + reply.usage.completion > 0 => self.budget.cost(reply.usage),

@@ -139,11 +139,7 @@ mod tests {
         guard.reply(&unread(true));
         assert_eq!(guard.stop(), None, "one more try");
         // An empty answer sent back that ran to the limit (`<tool_response>` and on).
-        guard.reply(&Reply {
-            length: true,
-            correction: Some(crate::agent::Correction { text: "empty".into(), choice: crate::agent::Choice::Auto }),
-            ..reply(Vec::new())
-        });
+        guard.reply(&Reply { length: true, correction: Some("empty".into()), ..reply(Vec::new()) });
         assert_eq!(guard.stop(), Some(&Misbehaved::CutOff));
     }
 }

@@ -30,7 +30,7 @@ use tower::Layer;
 use super::alive::{Alive, Watch};
 use super::errors::{cannot_stream, failed};
 pub use super::probe::Probe;
-use super::{Choice, LiveText, Message, Reply, ToolSpec, wire};
+use super::{LiveText, Message, Reply, ToolSpec, wire};
 
 /// The LLM could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -101,9 +101,6 @@ pub struct Llm {
     stream: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Whether the model is sent pictures: until the endpoint refuses a request with some.
     pub(super) vision: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Whether the model may be asked for a call (`tool_choice: "required"`): until the
-    /// endpoint refuses a request that asks.
-    requires: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Calls in flight at once (`llm.max_concurrent_requests`), shared by every clone.
     calls: std::sync::Arc<tokio::sync::Semaphore>,
     /// Calls the model writes as text are read as calls (`llm.text_tool_calls`).
@@ -144,7 +141,6 @@ impl Llm {
             idle: DEFAULT_IDLE_TIMEOUT,
             stream: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
             vision: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
-            requires: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
             calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
             text_tool_calls: true,
         }
@@ -220,8 +216,8 @@ impl Llm {
 }
 
 impl Llm {
-    async fn whole(&self, messages: &[Message], (tools, choice): (&[ToolSpec], Choice)) -> Result<Reply, Error> {
-        let request = wire::request(&self.model, self.max_tokens, messages, (tools, choice), false);
+    async fn whole(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, Error> {
+        let request = wire::request(&self.model, self.max_tokens, messages, tools, false);
         let chat = self.client.chat();
         let call = chat.create_byot(request);
         let response: Value = match tokio::time::timeout(self.call_limit, call).await {
@@ -242,29 +238,13 @@ impl Llm {
 impl Llm {
     /// One call as asked (`vision.rs` decides about pictures first). A tool call the
     /// server could not read comes back as a reply with that call cut.
-    /// A server that refuses to be asked for a call (`required`: not every one
-    /// that calls itself OpenAI-compatible takes it) is asked as usual instead, from now on.
     pub(super) async fn complete_once(
         &self,
         messages: &[Message],
-        (tools, choice): (&[ToolSpec], Choice),
+        tools: &[ToolSpec],
         live: &LiveText,
     ) -> Result<Reply, Error> {
-        use std::sync::atomic::Ordering;
-        let choice = if self.requires.load(Ordering::Relaxed) { choice } else { Choice::Auto };
-        let answer = match self.asked(messages, (tools, choice), live).await {
-            Err(Error::Refused(status @ (400 | 422), why)) if choice == Choice::Call => {
-                tracing::warn!(
-                    status,
-                    why,
-                    "the LLM endpoint refused tool_choice \"required\"; asking as usual from now on"
-                );
-                self.requires.store(false, Ordering::Relaxed);
-                self.asked(messages, (tools, Choice::Auto), live).await
-            }
-            answer => answer,
-        };
-        match answer {
+        match self.asked(messages, tools, live).await {
             Err(Error::Unreadable(why)) => {
                 tracing::warn!(base_url = %self.base_url, why, "the model server could not read the model's tool call; asking the model for a shorter one");
                 Ok(Reply::unreadable())
@@ -280,19 +260,14 @@ impl Llm {
         Client::build(self.streaming.clone(), self.config.clone()).with_http_service(stack)
     }
 
-    async fn asked(
-        &self,
-        messages: &[Message],
-        (tools, choice): (&[ToolSpec], Choice),
-        live: &LiveText,
-    ) -> Result<Reply, Error> {
+    async fn asked(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
         use std::sync::atomic::Ordering;
         live.send_replace(String::new());
         let _slot = self.calls.acquire().await.map_err(|_| Error::Api("the LLM client is closed".to_owned()))?;
         if !self.stream.load(Ordering::Relaxed) {
-            return self.whole(messages, (tools, choice)).await;
+            return self.whole(messages, tools).await;
         }
-        let request = wire::request(&self.model, self.max_tokens, messages, (tools, choice), true);
+        let request = wire::request(&self.model, self.max_tokens, messages, tools, true);
         let alive = Alive::new();
         let client = self.streaming_client(&alive);
         let chat = client.chat();
@@ -309,7 +284,7 @@ impl Llm {
             // An endpoint that refuses to stream (a 400 about it, a body that is no event
             // stream) is remembered and asked without streaming from now on; one that
             // refuses the same request unstreamed too refused the request, not streaming.
-            Err(e) if cannot_stream(&e) => match self.whole(messages, (tools, choice)).await {
+            Err(e) if cannot_stream(&e) => match self.whole(messages, tools).await {
                 Err(refused @ Error::Refused(400 | 422, _)) => Err(refused),
                 answer => {
                     tracing::warn!(error = %e, "the LLM endpoint refused a streamed request; answering without streaming");

@@ -147,26 +147,7 @@ pub struct Reply {
     /// read as it is): what the model is told before it is asked again. Not recorded: the
     /// review is made again of a replayed reply.
     #[serde(skip)]
-    pub correction: Option<Correction>,
-}
-
-/// Whether the model may answer in words or must make a call (`tool_choice`: `auto` or
-/// `required`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Choice {
-    #[default]
-    Auto,
-    /// A tool call, nothing else: asked after a promise no tool kept or a call written as
-    /// text (a server that constrains output to its tools' schemas, as llama.cpp does,
-    /// then gets a call it can read from even a small model).
-    Call,
-}
-
-/// What the model is told when its answer is sent back, and what it may answer then.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Correction {
-    pub text: String,
-    pub choice: Choice,
+    pub correction: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -256,7 +237,6 @@ pub trait Complete {
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
-        choice: Choice,
         live: &LiveText,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send;
 }
@@ -276,10 +256,8 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
     let max_rounds = bounds.max_rounds;
     let mut calls_made = 0u32;
     let mut guard = guard::Guard::default();
-    // What the next round may answer: a call, when the last answer was sent back for one.
-    let mut choice = Choice::Auto;
     for round in 1..=max_rounds {
-        let reply = match llm.complete(&messages, tools, std::mem::take(&mut choice), live).await {
+        let reply = match llm.complete(&messages, tools, live).await {
             Ok(r) => r,
             Err(e) => return (Err(e), messages),
         };
@@ -293,8 +271,7 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
                 let (stopped, cut) = (Some(why.clone()), guard.was_cut());
                 return (Ok(Outcome { text: None, rounds: round, usage, exhausted: false, stopped, cut }), messages);
             }
-            messages.push(Message::User(correction.text.clone()));
-            choice = correction.choice;
+            messages.push(Message::User(correction.clone()));
             continue;
         }
         if reply.tool_calls.is_empty() {

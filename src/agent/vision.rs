@@ -7,17 +7,11 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use super::llm::Llm;
-use super::{Choice, Complete, Error, LiveText, Message, Reply, ToolSpec};
+use super::{Complete, Error, LiveText, Message, Reply, ToolSpec};
 
 impl Complete for Llm {
-    async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        choice: Choice,
-        live: &LiveText,
-    ) -> Result<Reply, Error> {
-        let reply = self.complete_seeing(messages, (tools, choice), live).await?;
+    async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
+        let reply = self.complete_seeing(messages, tools, live).await?;
         if !self.text_tool_calls {
             return Ok(reply);
         }
@@ -33,12 +27,7 @@ impl Llm {
     }
 
     /// A call, with the pictures while the endpoint takes them.
-    async fn complete_seeing(
-        &self,
-        messages: &[Message],
-        tools: (&[ToolSpec], Choice),
-        live: &LiveText,
-    ) -> Result<Reply, Error> {
+    async fn complete_seeing(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
         let pictures = messages.iter().any(|m| matches!(m, Message::UserImages { .. }));
         if !pictures {
             return self.complete_once(messages, tools, live).await;

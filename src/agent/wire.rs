@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Choice, Message, Reply, ToolCall, ToolSpec, Usage};
+use super::{Message, Reply, ToolCall, ToolSpec, Usage};
 
 /// A call's arguments as the history gives them back: a cut or malformed call's as `{}`.
 /// Servers that render the history through a chat template (llama.cpp) parse every
@@ -18,13 +18,7 @@ fn readable(arguments: &str) -> &str {
 }
 
 /// The request body; `stream` asks for server-sent events, with the usage in the last one.
-pub fn request(
-    model: &str,
-    max_tokens: u32,
-    messages: &[Message],
-    (tools, choice): (&[ToolSpec], Choice),
-    stream: bool,
-) -> Value {
+pub fn request(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
     let messages: Vec<Value> = messages
         .iter()
         .map(|m| match m {
@@ -52,11 +46,7 @@ pub fn request(
         .iter()
         .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
         .collect();
-    let choice = match choice {
-        Choice::Call if !tools.is_empty() => "required",
-        _ => "auto",
-    };
-    let mut body = json!({"model": model, "messages": messages, "tools": tools, "tool_choice": choice, "max_tokens": max_tokens, "stream": stream});
+    let mut body = json!({"model": model, "messages": messages, "tools": tools, "tool_choice": "auto", "max_tokens": max_tokens, "stream": stream});
     if stream {
         body["stream_options"] = json!({"include_usage": true});
     }
@@ -117,22 +107,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_call_is_required_only_when_asked_for_and_a_tool_is_offered() {
-        let tool = ToolSpec { name: "schedule".into(), description: String::new(), parameters: json!({}) };
-        let choice = |tools: &[ToolSpec], choice| request("m", 10, &[], (tools, choice), false)["tool_choice"].clone();
-        assert_eq!(choice(std::slice::from_ref(&tool), Choice::Call), "required");
-        assert_eq!(choice(std::slice::from_ref(&tool), Choice::Auto), "auto");
-        assert_eq!(choice(&[], Choice::Call), "auto", "nothing to call");
-    }
-
-    #[test]
     fn a_cut_calls_arguments_go_back_as_an_empty_object() {
         let call = |arguments: &str| ToolCall::new("c", "rich_send", arguments);
         let history = [Message::Assistant {
             text: None,
             tool_calls: vec![call(r#"{"fallback": "Par"#), call(""), call("[1]"), call(r#"{"a": 1}"#)],
         }];
-        let body = request("m", 10, &history, (&[], Choice::Auto), false);
+        let body = request("m", 10, &history, &[], false);
         let sent: Vec<&str> = body["messages"][0]["tool_calls"]
             .as_array()
             .expect("calls")

@@ -83,7 +83,7 @@ async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm:
     };
     let (live, _) = tokio::sync::watch::channel(String::new());
     let started = Instant::now();
-    let answer = llm.complete(&messages, &specs, agent::Choice::Auto, &live).await;
+    let answer = llm.complete(&messages, &specs, &live).await;
     let took = format!("{:.1} s{offered}", started.elapsed().as_secs_f64());
     let (ok, warn, detail) = match answer {
         Err(agent::Error::Refused(status @ (400 | 422), message)) => {

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use super::live::Live;
 use super::notices::PostError;
 use super::review::Verdict;
-use crate::agent::{self, Choice, Complete, LiveText, Message, Reply, ToolSpec};
+use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
 use crate::metrics::Metrics;
 use crate::store::{self, Store, TurnRow};
 
@@ -87,12 +87,7 @@ impl<'a, L> Recorded<'a, L> {
                 reply.text = (!text.is_empty()).then_some(text);
             }
             Verdict::Correct(correction) => {
-                tracing::info!(
-                    turn = self.turn,
-                    round,
-                    correction = correction.text,
-                    "an answer was sent back to the model"
-                );
+                tracing::info!(turn = self.turn, round, correction, "an answer was sent back to the model");
                 Metrics::inc(&self.metrics.answer_corrections);
                 // What this reply showed live is the next one's to finish.
                 self.live.carry_over(round);
@@ -122,13 +117,7 @@ impl<'a, L> Recorded<'a, L> {
 }
 
 impl<L: Complete + Sync> Complete for Recorded<'_, L> {
-    async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        choice: Choice,
-        live: &LiveText,
-    ) -> Result<Reply, agent::Error> {
+    async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
         let round = self.round.fetch_add(1, Ordering::Relaxed) + 1;
         let recorded = self.replay.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
         if let Some(mut reply) = recorded {
@@ -139,7 +128,7 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
         let done = Notify::new();
         let (result, ()) = tokio::join!(
             async {
-                let result = self.llm.complete(messages, tools, choice, live).await;
+                let result = self.llm.complete(messages, tools, live).await;
                 done.notify_one();
                 result
             },

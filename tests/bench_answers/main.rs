@@ -16,8 +16,7 @@
 //! from the first room's).
 //!
 //! Run it with `cargo test --release --test bench_answers` (`BENCH_SEED`, default 1;
-//! `BENCH_SAMPLING=steady` samples nearly greedily instead of as Qwen recommends;
-//! `BENCH_VERBOSE=1` has the server log every prompt it is sent, in `target/llama/`).
+//! `BENCH_SAMPLING=steady` samples nearly greedily instead of as Qwen recommends).
 //! It takes 10-20 minutes on two cores. `cargo test` does not build or run it.
 
 mod answers;

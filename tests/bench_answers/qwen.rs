@@ -46,7 +46,6 @@ pub async fn start(sampling: Sampling, seed: u64) -> LlamaServer {
         .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--jinja"])
         .args(["-t", "2", "-c", "16384", "-np", "1", "--seed", &seed.to_string(), "--alias", QWEN])
         .args(sampling)
-        .args(std::env::var_os("BENCH_VERBOSE").map(|_| "-v"))
         .stdin(Stdio::null())
         .stdout(out.try_clone().expect("log"))
         .stderr(out)

@@ -143,9 +143,7 @@ async fn an_unreadable_call_an_empty_or_annotated_answer_is_sent_back_never_post
     );
     let requests = env.llm.requests();
     assert_eq!(last_user(&requests[1]), richbot::strings::CORRECT_WRITTEN_CALL);
-    assert_eq!(requests[1]["tool_choice"], "required", "a written call: asked for the call itself");
     assert_eq!(last_user(&requests[2]), richbot::strings::CORRECT_EMPTY);
-    assert_eq!(requests[2]["tool_choice"], "auto", "an empty answer: words will do");
     // Never the ids or notes in what the model reads of its own answer next time.
     env.llm.script([text("You're welcome.")]);
     env.alice.say(&room, "thanks").await;
@@ -167,31 +165,18 @@ async fn a_promise_no_tool_kept_goes_back_to_the_model_then_is_kept_or_told_hone
     env.alice.say(&room, "Remind me in an hour to stretch").await;
     env.wait_turns(&room, 1).await;
     assert_eq!(final_bodies(&env, &room).await, ["Done: I'll remind you in an hour."]);
-    let requests = env.llm.requests();
-    assert!(last_user(&requests[1]).contains("no schedule call succeeded"), "{:?}", last_user(&requests[1]));
-    // Asked for a reminder, the model is asked for the call itself (a server constraining
-    // output to the tools then gets one even from a small model); else as usual.
-    let choices: Vec<&Value> = requests.iter().map(|r| &r["tool_choice"]).collect();
-    assert_eq!(choices, [&json!("auto"), &json!("required"), &json!("auto")]);
+    assert!(
+        last_user(&env.llm.requests()[1]).contains("no schedule call succeeded"),
+        "{:?}",
+        last_user(&env.llm.requests()[1])
+    );
     let store = env.store().await;
     let made = store.active_schedules(None, Some(&crate::support::room_id(&room))).await.expect("schedules");
     assert_eq!(made.len(), 1, "the reminder exists");
-    // A model that keeps saying it did, on a server that refuses `required` (asked again
-    // as usual): the member reads one honest sentence, never the claim.
-    let said = std::sync::atomic::AtomicUsize::new(0);
-    env.llm.respond_with(move |request| {
-        if request["tool_choice"] == "required" {
-            return Step::Status(400);
-        }
-        let claims = ["Reminder set!", "Your reminder is set.", "Reminder: all set."];
-        text(claims[said.fetch_add(1, std::sync::atomic::Ordering::Relaxed).min(2)])
-    });
+    // A model that keeps saying it did: the member reads one honest sentence, never the claim.
+    env.llm.script([text("Reminder set!"), text("Your reminder is set."), text("Reminder: all set.")]);
     env.alice.say(&room, "Remind me tomorrow at 9 to call mum").await;
     env.wait_turns(&room, 2).await;
-    // The first correction asks for a call (streamed, then whole: both refused), and the
-    // endpoint is not asked again.
-    let asked: Vec<Value> = env.llm.requests()[3..].iter().map(|r| r["tool_choice"].clone()).collect();
-    assert_eq!(asked, ["auto", "required", "required", "auto", "auto"].map(Value::from), "{asked:?}");
     let bodies = final_bodies(&env, &room).await;
     assert_eq!(bodies.last().map(String::as_str), Some(richbot::strings::PROMISE_NOT_KEPT), "{bodies:#?}");
     let shown = everything_shown(&env, &room).await;

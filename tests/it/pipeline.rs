@@ -117,7 +117,7 @@ async fn an_answer_too_large_for_one_event_goes_out_in_several_each_within_the_c
 /// are I/O, limited apart from the room cap); the others wait their turn and all answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_calls_in_flight_never_pass_the_llm_concurrency_limit() {
-    use richbot::agent::{Choice, Complete, Llm, Message};
+    use richbot::agent::{Complete, Llm, Message};
     for (limit, calls) in [(2, 6), (6, 6)] {
         let llm = FakeLlm::start().await;
         llm.respond_with(|_| {
@@ -129,7 +129,7 @@ async fn model_calls_in_flight_never_pass_the_llm_concurrency_limit() {
             let client = client.clone();
             tokio::spawn(async move {
                 let (live, _) = tokio::sync::watch::channel(String::new());
-                client.complete(&[Message::User("hi".into())], &[], Choice::Auto, &live).await.map(|r| r.text)
+                client.complete(&[Message::User("hi".into())], &[], &live).await.map(|r| r.text)
             })
         });
         for answer in futures::future::join_all(asks).await {
@@ -264,14 +264,14 @@ async fn dm_homeserver() -> FakeHs {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_call_waits_past_its_timeout_for_a_server_that_pings_but_not_for_a_silent_one() {
     use crate::support::llm::Step;
-    use richbot::agent::{Choice, Complete, Llm, Message};
+    use richbot::agent::{Complete, Llm, Message};
     let llm = FakeLlm::start().await;
     let client = Llm::new(&llm.base_url, None, "m", Duration::from_secs(2), 100)
         .with_idle_timeout(Duration::from_secs(2))
         .with_streaming(true);
     let (live, _) = tokio::sync::watch::channel(String::new());
     let asked = [Message::User("hi".into())];
-    let ask = || client.complete(&asked, &[], Choice::Auto, &live);
+    let ask = || client.complete(&asked, &[], &live);
     // 6 s of reading, three times the timeout, a ping every 0.5 s.
     llm.script([Step::Pinged(12, Duration::from_millis(500), "read it all".into())]);
     let reply = ask().await.expect("answered");
