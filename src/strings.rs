@@ -302,6 +302,10 @@ pub const CORRECT_WRITTEN_CALL: &str = "(richbot) Your last answer wrote a tool 
      your tools (block types such as weather or table are not tools: they go in rich_send's payload), or answer in \
      plain words.";
 
+/// In `rich_send`'s result: the message is out (small models otherwise thank the member
+/// for the event id, or post the message's text again).
+pub const POSTED: &str = "It is in the room now. If it said everything, reply exactly [no reply].";
+
 /// Told to the model when its answer was empty once the notes it copied were taken out.
 pub const CORRECT_EMPTY: &str = "(richbot) Your last answer was empty (notes and ids are taken out of answers). \
      Answer the member in plain words, or with a tool call.";

@@ -101,7 +101,8 @@ pub fn read(text: &str, tools: &[ToolSpec], round: u32) -> Read {
 }
 
 /// How much of `text` (being streamed) can be shown: all of it, or up to where something
-/// that may become a written call starts (a fence, a tag, or a JSON object at the start).
+/// that may become a written call starts (a fence, a tag, or a JSON object at the start),
+/// less a last line that leads in to what is not shown yet.
 pub fn shown_until(text: &str, tools: &[ToolSpec]) -> usize {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -123,6 +124,12 @@ pub fn shown_until(text: &str, tools: &[ToolSpec]) -> usize {
     // A tag being typed (`<`, `<to`, `<rich_s` at the end) is held back too.
     if let Some(at) = text.rfind('<').filter(|at| !text[*at..].contains('>')) {
         cut = cut.min(at);
+    }
+    // A last line that leads in to something (ends with ':') waits for it: a written
+    // call's narration ("Here's the payload you need:") is never shown.
+    let before = text[..cut].trim_end();
+    if before.ends_with(':') {
+        cut = before.rfind('\n').map_or(0, |at| at + 1);
     }
     cut
 }

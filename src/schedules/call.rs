@@ -105,7 +105,7 @@ pub fn schedule_specs() -> Vec<ToolSpec> {
                 .to_owned(),
             parameters: object(
                 json!({
-                    "at": {"type": "string", "description": "RFC 3339 with offset"},
+                    "at": {"type": "string", "description": "RFC 3339 with offset, or a delay: \"in 10 minutes\""},
                     "every": {"type": "string", "description": "e.g. FREQ=DAILY;BYHOUR=9"},
                     "tz": {"type": "string", "description": "IANA zone; default the person's"},
                     "start": {"type": "string", "description": "RFC 3339; default now"},
@@ -176,14 +176,22 @@ fn create(args: &Map<String, Value>, now: i64, tz: Tz, bounds: &Bounds) -> Resul
     };
     let when = match (string("at")?, string("every")?) {
         (Some(_), Some(_)) => return Err(at("every", "give at (once) or every (repeatedly), not both")),
-        (None, None) => return Err(at("at", "say when: at (an RFC 3339 time) or every (an RRULE)")),
+        (None, None) => {
+            return Err(at(
+                "at",
+                "say when: at (an RFC 3339 time, or a delay such as \"in 2 minutes\") or every (an RRULE)",
+            ));
+        }
         (Some(t), None) => {
             for k in ["tz", "start"] {
                 if given(k).is_some() {
                     return Err(at(k, format!("{k} goes with every; at carries its own offset")));
                 }
             }
-            let t = when::time(t).map_err(|e| at("at", e))?;
+            let t = match super::delay::millis(t) {
+                Some(delay) => now.saturating_add(delay),
+                None => when::time(t).map_err(|e| at("at", format!("{e}, or a delay such as \"in 2 minutes\"")))?,
+            };
             if t <= now {
                 return Err(at("at", format!("{} is in the past; it is {} now", iso(t), iso(now))));
             }
@@ -237,7 +245,12 @@ fn create(args: &Map<String, Value>, now: i64, tz: Tz, bounds: &Bounds) -> Resul
 /// A message: text, or a rich message checked as `rich_send` checks it (errors under
 /// `message`).
 fn message(m: &Value) -> Result<Body, ToolError> {
-    if let Some(text) = m.as_str() {
+    // `{"text": …}` (or `body`) alone is text, as small models write it.
+    let text = m.as_str().or_else(|| match m.as_object() {
+        Some(map) if map.len() == 1 => map.get("text").or_else(|| map.get("body")).and_then(Value::as_str),
+        _ => None,
+    });
+    if let Some(text) = text {
         return match text.trim() {
             "" => Err(at("message", "message is empty")),
             t if t.chars().count() > MAX_FALLBACK => {

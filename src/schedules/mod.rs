@@ -23,6 +23,7 @@
 //! sends events of [`EVENT_TYPE`]: the inbox drops any that come from it.
 
 pub mod call;
+pub mod delay;
 pub mod due;
 pub mod ticker;
 pub mod when;

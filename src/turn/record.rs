@@ -82,6 +82,13 @@ impl<'a, L> Recorded<'a, L> {
         (messages, tools): (&[Message], &[ToolSpec]),
     ) -> Result<(), agent::Error> {
         match self.review.judge(reply, messages, tools) {
+            Verdict::Show(_) if reply.written > 0 => {
+                // The words around a call written as text narrate it ("Here's the payload
+                // you need:"): no answer, neither posted nor shown to the model again. What
+                // showed live is the next reply's to finish (or is withdrawn).
+                self.live.carry_over(round);
+                reply.text = None;
+            }
             Verdict::Show(text) => {
                 self.show(round, &text, false).await?;
                 reply.text = (!text.is_empty()).then_some(text);

@@ -248,7 +248,7 @@ impl Runner<'_> {
                 let event_id = self.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
                 self.record_buttons(&room, &event_id, &payload).await?;
                 self.post_companions((&room, thread), &payload, &drawn, encrypted).await?;
-                Ok(json!({"event_id": event_id}))
+                Ok(json!({"event_id": event_id, "posted": crate::strings::POSTED}))
             }
             RichCall::Edit { event_id, payload, fallback, room } => {
                 let sent = self.store.sent_message(&event_id).await.map_err(internal)?;

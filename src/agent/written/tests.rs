@@ -137,4 +137,9 @@ fn what_streams_is_shown_up_to_where_a_call_may_start() {
     assert_eq!(shown_until("Sure.\n<rich_s", &t), "Sure.\n".len(), "a tag being typed");
     assert_eq!(shown_until("a < b and c > d", &t), "a < b and c > d".len());
     assert_eq!(shown_until("<tool_response>\n{\"event_id\"", &t), 0, "a template's tag");
+    // A lead-in waits for what it leads in to: a call's narration is never shown.
+    assert_eq!(shown_until("Here's the payload you need:", &t), 0);
+    assert_eq!(shown_until("Sure.\nHere's the payload you need:\n\n```json\n{", &t), "Sure.\n".len());
+    let listed = "Steps:\n- mix";
+    assert_eq!(shown_until(listed, &t), listed.len(), "once it goes on, it is shown");
 }

@@ -48,6 +48,23 @@ fn a_one_off_text_and_a_weekly_prompt_in_the_askers_zone_are_made() {
 }
 
 #[test]
+fn a_delay_is_a_time_counted_from_the_call() {
+    // "Remind me in 2 minutes": small models give the delay, not a computed time.
+    let Ok(ScheduleCall::Create(soon)) = check(json!({"at": "in 2 minutes", "message": "Stretch!"})) else {
+        panic!("made")
+    };
+    assert_eq!(soon.when, When::At(now() + 120_000));
+    // And a text message as an object of its text alone.
+    let Ok(ScheduleCall::Create(texted)) = check(json!({"at": "in 1 minute", "message": {"text": "Stretch!"}})) else {
+        panic!("made")
+    };
+    assert_eq!(texted.body, Body::Text("Stretch!".into()));
+    let (path, error) = error_at(json!({"message": "Stretch!"}));
+    assert_eq!(path, "at");
+    assert!(error.contains("in 2 minutes"), "{error}");
+}
+
+#[test]
 fn a_rich_message_is_checked_now_as_rich_send_checks_it() {
     let payload = json!({"v": 1, "blocks": [{"type": "details", "summary": "Sprint", "body": "Review at 10"}]});
     let made = check(

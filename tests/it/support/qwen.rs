@@ -15,6 +15,7 @@ pub const QWEN: &str = "qwen2.5-coder-1.5b-instruct";
 /// nearly greedy with a fixed seed (to repeat a run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sampling {
+    #[allow(dead_code, reason = "the answers benchmark's; the test lane repeats itself")]
     Recommended,
     Steady,
 }
@@ -46,6 +47,7 @@ pub async fn start(sampling: Sampling, seed: u64) -> LlamaServer {
         .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--jinja"])
         .args(["-t", "2", "-c", "16384", "-np", "1", "--seed", &seed.to_string(), "--alias", QWEN])
         .args(sampling)
+        .args(std::env::var_os("LLAMA_VERBOSE").map(|_| "-v"))
         .stdin(Stdio::null())
         .stdout(out.try_clone().expect("log"))
         .stderr(out)
