@@ -316,7 +316,13 @@ pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a too
 
 /// Told to the model when its answer says it did what only `tool` does, and no `tool` call
 /// succeeded.
-pub fn correct_promise(what: &str, tool: &str) -> String {
+pub fn correct_promise(what: &str, tool: &str, asked: bool) -> String {
+    if asked {
+        return format!(
+            "(richbot) The member asked for what only {tool} does, and no {tool} call succeeded in this turn, so \
+             nothing was done. Call {tool} now, or tell the member plainly that you cannot."
+        );
+    }
     format!(
         "(richbot) Your answer says you {what}, but no {tool} call succeeded in this turn, so nothing was done. Call \
          {tool} now, or tell the member plainly that it was not done."

@@ -74,7 +74,7 @@ pub fn read(text: &str, tools: &[ToolSpec], round: u32) -> Read {
     let mut taken: Vec<std::ops::Range<usize>> = Vec::new();
     let mut unreadable = false;
     for c in &candidates {
-        match parse_calls(c, tools) {
+        match parse_calls(c, tools, text) {
             Some(found) if !found.is_empty() => {
                 for (name, arguments) in found {
                     let id = format!("{ID_PREFIX}{round}_{}", calls.len());
@@ -273,7 +273,7 @@ fn json(body: &str) -> Option<Value> {
 
 /// The calls a candidate holds: `None` when it is not JSON, an empty list when it is
 /// JSON that calls nothing offered.
-fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec]) -> Option<Vec<(String, Value)>> {
+fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec], text: &str) -> Option<Vec<(String, Value)>> {
     let value = json(c.body)?;
     if let Some(tool) = c.tagged {
         // The tag names the tool: the body is its arguments (or a call of it).
@@ -298,8 +298,8 @@ fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec]) -> Option<Vec<(String, Val
             named_call(item).filter(|(name, _)| tools.iter().any(|t| t.name == *name) || plainly_a_call(c, item));
         if let Some(call) = named {
             out.push(call);
-        } else if (c.alone || rich_message(item))
-            && let Some(call) = bare_arguments(item, tools)
+        } else if let Some(call) = bare_arguments(item, tools)
+            && (c.alone || rich_message(item) || mentioned(text, &c.span, &call.0))
         {
             out.push(call);
         } else {
@@ -337,8 +337,22 @@ fn rich_message(item: &Value) -> bool {
     item.get("payload").and_then(|p| p.get("blocks")).is_some_and(Value::is_array)
 }
 
+/// Whether the text around `span` names `tool` as a word ("use the `schedule` function
+/// with: ```json {…}```"): bare arguments of the tool it names are its call.
+fn mentioned(text: &str, span: &std::ops::Range<usize>, tool: &str) -> bool {
+    let word = |part: &str| {
+        part.match_indices(tool).any(|(at, _)| {
+            let before = part[..at].chars().next_back();
+            let after = part[at + tool.len()..].chars().next();
+            let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !joins(before) && !joins(after)
+        })
+    };
+    word(&text[..span.start]) || word(&text[span.end..])
+}
+
 /// An object whose keys are exactly one offered tool's arguments (all its required ones,
-/// none it does not take).
+/// none it does not take; of a tool that requires none, two or more).
 fn bare_arguments(item: &Value, tools: &[ToolSpec]) -> Option<(String, Value)> {
     let keys: Vec<&String> = item.as_object()?.keys().collect();
     let fits = |t: &&ToolSpec| {
@@ -349,8 +363,7 @@ fn bare_arguments(item: &Value, tools: &[ToolSpec]) -> Option<(String, Value)> {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        !keys.is_empty()
-            && !required.is_empty()
+        (if required.is_empty() { keys.len() >= 2 } else { !keys.is_empty() })
             && properties.is_some_and(|p| keys.iter().all(|k| p.contains_key(k.as_str())))
             && required.iter().all(|r| keys.iter().any(|k| k.as_str() == *r))
     };

@@ -99,13 +99,14 @@ pub fn schedule_specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: SCHEDULE.to_owned(),
-            description: "Do something later for the asker: once (at) or repeatedly (every, an RRULE in tz). \
-                 Give message (text, or {payload, fallback}) to post then, or prompt to be asked then. Returns its \
-                 id and next times."
+            description: "Set a reminder: post message (its text, or {payload, fallback}) to the asker later, \
+                 once (at: RFC 3339, or a delay such as \"in 10 minutes\") or repeatedly (every: an RRULE in tz); or \
+                 give prompt instead, to be asked then. Example: {\"at\": \"in 10 minutes\", \"message\": \"Time to \
+                 stand up!\"}. Returns its id and next times."
                 .to_owned(),
             parameters: object(
                 json!({
-                    "at": {"type": "string", "description": "RFC 3339 with offset, or a delay: \"in 10 minutes\""},
+                    "at": {"type": "string"},
                     "every": {"type": "string", "description": "e.g. FREQ=DAILY;BYHOUR=9"},
                     "tz": {"type": "string", "description": "IANA zone; default the person's"},
                     "start": {"type": "string", "description": "RFC 3339; default now"},
@@ -183,14 +184,16 @@ fn create(args: &Map<String, Value>, now: i64, tz: Tz, bounds: &Bounds) -> Resul
             ));
         }
         (Some(t), None) => {
-            for k in ["tz", "start"] {
-                if given(k).is_some() {
-                    return Err(at(k, format!("{k} goes with every; at carries its own offset")));
-                }
+            if given("start").is_some() {
+                return Err(at("start", "start goes with every; at is the time itself"));
             }
+            // tz reads an at without an offset (small models give both); else the asker's.
+            let zone = string("tz")?.map(when::zone).transpose().map_err(|e| at("tz", e))?.unwrap_or(tz);
             let t = match super::delay::millis(t) {
                 Some(delay) => now.saturating_add(delay),
-                None => when::time(t).map_err(|e| at("at", format!("{e}, or a delay such as \"in 2 minutes\"")))?,
+                None => {
+                    when::time_in(t, zone).map_err(|e| at("at", format!("{e}, or a delay such as \"in 2 minutes\"")))?
+                }
             };
             if t <= now {
                 return Err(at("at", format!("{} is in the past; it is {} now", iso(t), iso(now))));

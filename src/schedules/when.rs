@@ -30,6 +30,23 @@ pub fn zone(name: &str) -> Result<Tz, String> {
     })
 }
 
+/// Reads a time for `at`: RFC 3339 with its offset, or a local time without one
+/// (`2026-12-24T09:00`, `2026-12-24 09:00:00`) in `tz`.
+pub fn time_in(text: &str, tz: Tz) -> Result<i64, String> {
+    let text = text.trim();
+    let naive = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(text, f).ok());
+    match naive {
+        Some(local) => tz
+            .from_local_datetime(&local)
+            .earliest()
+            .map(|t| t.timestamp_millis())
+            .ok_or_else(|| format!("{:?} does not exist in {} (a daylight-saving gap)", cut(text), tz.name())),
+        None => time(text),
+    }
+}
+
 /// Reads an RFC 3339 time with its offset (`2026-12-24T09:00:00+01:00`, or `Z`).
 pub fn time(text: &str) -> Result<i64, String> {
     DateTime::parse_from_rfc3339(text.trim()).map(|t| t.timestamp_millis()).map_err(|_| {

@@ -81,11 +81,13 @@ static DECLINES: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
-/// A promise an answer breaks: the tool that would have kept it, and what it claims.
+/// A promise an answer breaks: the tool that would have kept it, what it claims, and
+/// whether the member asked for it (then the model is told that, not what it said).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unkept {
     pub tool: &'static str,
     pub what: &'static str,
+    pub asked: bool,
 }
 
 /// The promise `answer` breaks, if any: in `conversation` (this turn's calls and their
@@ -94,15 +96,11 @@ pub struct Unkept {
 pub fn unkept(answer: &str, asked: &str, conversation: &[Message], tools: &[ToolSpec]) -> Option<Unkept> {
     let succeeded = succeeded(conversation);
     let declines = DECLINES.is_match(answer);
-    KINDS
-        .iter()
-        .filter(|k| tools.iter().any(|t| t.name == k.tool) && !succeeded.contains(&k.tool))
-        .find(|k| {
-            let claims = k.claims.is_match(answer) && !declines;
-            let asked_for = k.asks.as_ref().is_some_and(|a| a.is_match(asked)) && !declines;
-            claims || asked_for
-        })
-        .map(|k| Unkept { tool: k.tool, what: k.what })
+    KINDS.iter().filter(|k| tools.iter().any(|t| t.name == k.tool) && !succeeded.contains(&k.tool)).find_map(|k| {
+        let claims = k.claims.is_match(answer) && !declines;
+        let asked_for = k.asks.as_ref().is_some_and(|a| a.is_match(asked)) && !declines;
+        (claims || asked_for).then_some(Unkept { tool: k.tool, what: k.what, asked: asked_for })
+    })
 }
 
 /// The tools a call of which succeeded in `conversation` (a result without an error).

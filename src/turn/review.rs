@@ -61,8 +61,9 @@ impl Review {
         } else if copies_a_result(&text, messages) {
             Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
         } else {
-            promises::unkept(&text, asked(messages), messages, tools)
-                .map(|broken| (strings::correct_promise(broken.what, broken.tool), strings::PROMISE_NOT_KEPT))
+            promises::unkept(&text, asked(messages), messages, tools).map(|broken| {
+                (strings::correct_promise(broken.what, broken.tool, broken.asked), strings::PROMISE_NOT_KEPT)
+            })
         };
         let Some((correction, sentence)) = wrong else { return Verdict::Show(text) };
         if self.corrections.fetch_add(1, Ordering::Relaxed) < CORRECTIONS {

@@ -72,6 +72,16 @@ pub async fn resolve(
         RoomTarget::Here => Ok(scope.room.clone()),
         RoomTarget::Dm if scope.is_dm => Ok(scope.room.clone()),
         RoomTarget::Dm => dm(outbox, scope).await,
+        // The note's own words for a chat ("a direct chat with @alice:x"), the asker's id, or
+        // "here": small models copy them into `room`.
+        RoomTarget::Named(name) if says_here(name) => Ok(scope.room.clone()),
+        RoomTarget::Named(name) if says_dm(name, &scope.asker) => {
+            if scope.is_dm {
+                Ok(scope.room.clone())
+            } else {
+                dm(outbox, scope).await
+            }
+        }
         RoomTarget::Named(name) => {
             let refuse = || {
                 ToolError::at(
@@ -88,6 +98,18 @@ pub async fn resolve(
             if both_joined(store, &room, &scope.asker, &scope.persona).await? { Ok(room) } else { Err(refuse()) }
         }
     }
+}
+
+/// `room` names the chat the turn is in.
+fn says_here(room: &str) -> bool {
+    matches!(room.trim().to_lowercase().as_str(), "here" | "this chat" | "this room" | "current" | "this")
+}
+
+/// `room` names the asker's direct chat as the note does, or by the asker's id.
+fn says_dm(room: &str, asker: &UserId) -> bool {
+    let room = room.trim();
+    let asker = asker.as_str();
+    room == asker || room.strip_prefix("a direct chat with ").is_some_and(|who| who.trim() == asker)
 }
 
 /// The asker's DM with the persona: the known one if both are still in it, else a new one.
@@ -111,4 +133,20 @@ async fn both_joined(store: &Store, room: &RoomId, a: &UserId, b: &UserId) -> Re
 pub(super) fn internal(e: impl std::fmt::Display) -> ToolError {
     tracing::error!(error = %e, "tool call failed inside richbot");
     ToolError::new(ToolErrorCode::Internal, "richbot could not complete the call because of an internal error")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{says_dm, says_here};
+
+    #[test]
+    fn the_notes_words_for_a_chat_name_it_and_nothing_else_does() {
+        let alice = ruma::user_id!("@alice:x");
+        assert!(says_dm("a direct chat with @alice:x", alice));
+        assert!(says_dm(" @alice:x ", alice));
+        assert!(!says_dm("a direct chat with @mallory:x", alice), "someone else's");
+        assert!(!says_dm("!team:x", alice));
+        assert!(says_here("This chat") && says_here("here"));
+        assert!(!says_here("!team:x") && !says_here("team"));
+    }
 }

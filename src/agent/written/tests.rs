@@ -99,6 +99,11 @@ fn prose_that_mentions_a_tool_or_shows_json_is_prose() {
         "```json\n{\"payload\": 1}\n```\nis how the field looks.",
         // Other bare arguments are a call only alone: this is an answer showing JSON.
         "An id looks like this:\n```json\n{\"id\": 4}\n```",
+        // ... or when the prose names their tool; naming another is no call.
+        "To unscheduled it:\n```json\n{\"id\": 4}\n```",
+        "Use schedule with:\n```json\n{\"id\": 4}\n```",
+        // A tool that requires nothing: one key alone is too little to be its call.
+        "```json\n{\"at\": \"in 1 minute\"}\n```",
     ] {
         assert_eq!(read(text, &tools(), 1), Read::Prose, "{text}");
     }
@@ -142,4 +147,16 @@ fn what_streams_is_shown_up_to_where_a_call_may_start() {
     assert_eq!(shown_until("Sure.\nHere's the payload you need:\n\n```json\n{", &t), "Sure.\n".len());
     let listed = "Steps:\n- mix";
     assert_eq!(shown_until(listed, &t), listed.len(), "once it goes on, it is shown");
+}
+
+#[test]
+fn bare_arguments_are_the_call_of_the_tool_the_prose_names() {
+    // Qwen2.5-Coder, asked for a reminder.
+    let text = "To remind you in 1 minute to stretch, use the `schedule` function with the parameters:\n```json\n{\n  \"at\": \"in 1 minute\",\n  \"message\": \"Stretch your legs!\"\n}\n```\nThis will schedule a reminder.";
+    let (named, _) = calls(text);
+    assert_eq!(named, [("schedule".to_owned(), json!({"at": "in 1 minute", "message": "Stretch your legs!"}))]);
+    // Alone, a tool's bare arguments are its call even when it requires none.
+    let (alone, rest) = calls("{\"at\": \"in 1 minute\", \"message\": \"Stretch!\"}");
+    assert_eq!(alone.len(), 1);
+    assert_eq!(rest, None);
 }

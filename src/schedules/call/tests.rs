@@ -59,6 +59,17 @@ fn a_delay_is_a_time_counted_from_the_call() {
         panic!("made")
     };
     assert_eq!(texted.body, Body::Text("Stretch!".into()));
+    // A tz beside at reads a local time without an offset (and a delay ignores it).
+    let Ok(ScheduleCall::Create(local)) =
+        check(json!({"at": "2026-12-07T09:00", "tz": "Europe/Berlin", "message": "x"}))
+    else {
+        panic!("made")
+    };
+    assert_eq!(local.when, When::At(time("2026-12-07T08:00:00Z").expect("time")));
+    let Ok(ScheduleCall::Create(later)) = check(json!({"at": "in 1 minute", "tz": "UTC", "message": "x"})) else {
+        panic!("made")
+    };
+    assert_eq!(later.when, When::At(now() + 60_000));
     let (path, error) = error_at(json!({"message": "Stretch!"}));
     assert_eq!(path, "at");
     assert!(error.contains("in 2 minutes"), "{error}");
@@ -94,7 +105,12 @@ fn bad_input_is_refused_at_its_path_with_what_to_do() {
         (json!({"message": "x"}), "at", "say when"),
         (json!({"at": "2026-12-06T09:00:00Z"}), "message", "say what"),
         (json!({"at": "2026-12-06T09:00:00Z", "message": "x", "prompt": "y"}), "prompt", "not both"),
-        (json!({"at": "2026-12-06T09:00:00Z", "tz": "UTC", "message": "x"}), "tz", "goes with every"),
+        (
+            json!({"at": "2026-12-06T09:00:00Z", "start": "2026-12-06T08:00:00Z", "message": "x"}),
+            "start",
+            "goes with every",
+        ),
+        (json!({"at": "2026-12-06T09:00:00", "tz": "Mars/Olympus", "message": "x"}), "tz", "unknown time zone"),
         (json!({"at": "2026-12-06T09:00:00Z", "message": 7}), "message", "text or"),
         (json!({"at": "2026-12-06T09:00:00Z", "prompt": " "}), "prompt", "empty"),
         (json!({"at": "2026-12-06T09:00:00Z", "message": "x", "when": "soon"}), "when", "unknown argument"),

@@ -40,6 +40,8 @@ fn a_reminder_poll_or_message_claimed_without_its_tool_is_caught() {
     for (answer, asked, tool) in cases {
         let unkept = unkept(answer, asked, &none, &tools()).unwrap_or_else(|| panic!("{answer:?} slipped through"));
         assert_eq!(unkept.tool, tool, "{answer:?}");
+        // Whether the member asked for it (the model is told so, not what it said).
+        assert_eq!(unkept.asked, asked.starts_with("Remind me") || asked.starts_with("Make a poll"), "{answer:?}");
     }
 }
 
