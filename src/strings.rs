@@ -306,6 +306,10 @@ pub const CORRECT_WRITTEN_CALL: &str = "(richbot) Your last answer wrote a tool 
 /// for the event id, or post the message's text again).
 pub const POSTED: &str = "It is in the room now. If it said everything, reply exactly [no reply].";
 
+/// In `schedule`'s result: small models otherwise end the turn with nothing said, and the
+/// member does not know the reminder is set.
+pub const SCHEDULED: &str = "Set. Tell the member in one short sentence what will happen, and when.";
+
 /// Told to the model when its answer was empty once the notes it copied were taken out.
 pub const CORRECT_EMPTY: &str = "(richbot) Your last answer was empty (notes and ids are taken out of answers). \
      Answer the member in plain words, or with a tool call.";

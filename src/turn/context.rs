@@ -35,7 +35,7 @@ use crate::agent::Message;
 use crate::clock::rfc3339;
 
 mod clean;
-mod note;
+pub(super) mod note;
 
 use crate::media::{self, Kind, Part};
 use crate::relation::Relation;

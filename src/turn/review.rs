@@ -92,9 +92,10 @@ fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
     copied || error
 }
 
-/// The member's latest words in `messages` (the question the turn answers).
+/// The member's latest words in `messages` (the question the turn answers), without the
+/// per-turn note before them (which quotes earlier questions: "Remind me in 1 minute…").
 fn asked(messages: &[Message]) -> &str {
-    messages
+    let text = messages
         .iter()
         .rev()
         .find_map(|m| match m {
@@ -103,7 +104,12 @@ fn asked(messages: &[Message]) -> &str {
             }
             _ => None,
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    match text.strip_prefix(super::context::note::OPEN) {
+        // The member's words start at their name, on the line after the note's.
+        Some(noted) => noted.find("\n@").map_or("", |at| &noted[at + 1..]),
+        None => text,
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +134,22 @@ mod tests {
         let calling = Reply { tool_calls: vec![ToolCall::new("c", "schedule", "{}")], ..reply("Reminder set!") };
         assert_eq!(review.judge(&calling, &asked, &tools()), Verdict::Show("Reminder set!".into()));
         assert_eq!(review.judge(&Reply::default(), &asked, &tools()), Verdict::Show(String::new()), "no text");
+    }
+
+    #[test]
+    fn the_note_before_the_question_asks_for_nothing() {
+        let review = Review::default();
+        let noted = "[Now: 2026-12-06T18:05Z. Ids for tools: members' $a (\"Remind me in 1 minute to str…\").]\n\
+                     @alice:x: Thanks! What's a good stretch for the back?";
+        let asked = [Message::User(noted.into())];
+        let answer = reply("Lie on your back and pull one knee to your chest.");
+        assert_eq!(review.judge(&answer, &asked, &tools()), Verdict::Show(answer.text.clone().unwrap_or_default()));
+        let asking =
+            [Message::User(noted.replace("Thanks! What's a good stretch", "Remind me in 2 minutes to stretch"))];
+        assert!(
+            matches!(review.judge(&answer, &asking, &tools()), Verdict::Correct(_)),
+            "the question itself still asks"
+        );
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl Runner<'_> {
                 }
                 tracing::info!(schedule = id, room = %room, asker = %scope.asker, "schedule made");
                 let times: Vec<String> = times.into_iter().map(|t| schedules::when::rfc3339_in(t, zone)).collect();
-                Ok(json!({"id": id, "room": room, "tz": zone.name(), "next": times}))
+                Ok(json!({"id": id, "room": room, "tz": zone.name(), "next": times, "set": crate::strings::SCHEDULED}))
             }
             ScheduleCall::List { all_rooms } => {
                 let room = (!all_rooms).then_some(&*scope.room);
