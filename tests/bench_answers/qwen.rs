@@ -15,7 +15,6 @@ pub const QWEN: &str = "qwen2.5-coder-1.5b-instruct";
 /// nearly greedy with a fixed seed (to repeat a run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sampling {
-    #[allow(dead_code, reason = "the answers benchmark's; the test lane repeats itself")]
     Recommended,
     Steady,
 }

@@ -1,7 +1,6 @@
 //! What a member read of the persona's answers, judged as a member would: a rich message,
 //! clean text, or one of the things a member must never read from a model's raw output
-//! (a tool call written out, an annotation copied from the prompt, an empty body). Shared
-//! by the real-model lane (`e2e_qwen`) and the answers benchmark (`tests/bench_answers`).
+//! (a tool call written out, an annotation copied from the prompt, an empty body).
 
 use serde_json::Value;
 
@@ -58,22 +57,4 @@ pub fn contents(events: &[Value], since: i64) -> (Vec<Value>, Vec<Value>) {
 /// Whether a content is a rich message (blocks) or a poll.
 pub fn rich(content: &Value) -> bool {
     content.get("com.ianm.mtrix").is_some() || content.get("org.matrix.msc3381.poll.start").is_some()
-}
-
-/// The first content a member must never read (a written call, an annotation, an empty
-/// body), with what is wrong with it; notices (richbot's own) are not the model's.
-pub fn unfit(contents: &[Value]) -> Option<(&'static str, String)> {
-    contents.iter().filter(|c| c["msgtype"] != "m.notice").find_map(|c| {
-        let body = c["body"].as_str().unwrap_or_default();
-        let what = if pseudo_call(body) {
-            "a call written as text"
-        } else if annotation(body) {
-            "an annotation"
-        } else if empty(body) {
-            "an empty body"
-        } else {
-            return None;
-        };
-        Some((what, body.to_owned()))
-    })
 }
