@@ -109,6 +109,10 @@ pub fn shown_until(text: &str, tools: &[ToolSpec]) -> usize {
         return 0;
     }
     let mut cut = text.len();
+    // A JSON object starting a line of its own after prose.
+    if let Some(at) = text.find("\n{") {
+        cut = at + 1;
+    }
     // `<tool` holds back `<tool_call>`, `<tools>` and the `<tool_response>` a model
     // imitating its template writes.
     for opener in ["```", "<tool", "<function"] {
@@ -233,12 +237,18 @@ fn inline_calls(text: &str) -> Vec<Candidate<'_>> {
         let holds = |end: &usize, keys: &[&str]| keys.iter().any(|k| text[start..*end].contains(k));
         let keys: &[&str] = if payload { &["\"blocks\""] } else { &["\"arguments\"", "\"parameters\""] };
         if let Some(end) = end.filter(|end| holds(end, keys)) {
+            // On lines of its own (a paragraph of JSON between prose), it was meant as a
+            // call, as one in tags is; within a sentence it may be an example.
+            let own_lines =
+                text[..start].trim_end_matches([' ', '\t']).ends_with('\n') || text[..start].trim().is_empty();
+            let own_lines = own_lines
+                && (text[end..].trim_start_matches([' ', '\t']).starts_with('\n') || text[end..].trim().is_empty());
             out.push(Candidate {
                 span: start..end,
                 body: &text[start..end],
                 tagged: None,
                 alone: false,
-                wrapped: false,
+                wrapped: own_lines,
             });
         }
     }

@@ -130,6 +130,11 @@ fn a_call_to_an_offered_tool_that_cannot_be_read_is_unreadable_not_prose() {
     }
     let shown = "An OpenAI tool call looks like {\"name\": \"web_search\", \"arguments\": {\"q\": \"x\"}} in the API.";
     assert_eq!(read(shown, &tools(), 1), Read::Prose);
+    // On lines of its own between prose it is a call (Qwen, asked for the weather).
+    let meant = "Let's call the weather function with the location as \"Porto\".\n\n{\n  \"name\": \"weather\",\n  \"arguments\": {\n    \"location\": \"Porto\"\n  }\n}\n\nThis will send a rich message.";
+    let Read::Calls { calls, .. } = read(meant, &tools(), 1) else { panic!("a call: {meant}") };
+    assert_eq!(calls[0].name, "weather");
+    assert_eq!(shown_until(&meant[..meant.find("\"name").unwrap_or(0)], &tools()), meant.find('{').unwrap_or(0));
 }
 
 #[test]
