@@ -52,6 +52,9 @@ impl Review {
         if !reply.tool_calls.is_empty() {
             return Verdict::Show(text);
         }
+        if posted(messages) && means_no_reply(&text) {
+            return Verdict::Show(String::new());
+        }
         let wrong = if reply.unreadable_text {
             Some((strings::CORRECT_WRITTEN_CALL.to_owned(), strings::COULD_NOT_ANSWER))
         } else if reply.text.as_deref().is_some_and(|t| !t.trim().is_empty())
@@ -90,6 +93,24 @@ fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
         .and_then(Result::ok)
         .is_some_and(|v| v.get("error").is_some() && (v.get("code").is_some() || v.get("path").is_some()));
     copied || error
+}
+
+/// Whether a message was posted in this turn (a tool result with its event id).
+fn posted(messages: &[Message]) -> bool {
+    messages.iter().any(|m| match m {
+        Message::Tool { content, .. } => serde_json::from_str::<serde_json::Value>(content)
+            .is_ok_and(|v| v.get("event_id").is_some() && v.get("error").is_none()),
+        _ => false,
+    })
+}
+
+/// Whether an answer after a posted message means to say nothing more, as small models
+/// write it: the marker within a sentence ("To end your turn, type exactly [no reply].")
+/// or without its brackets ("No reply.").
+fn means_no_reply(answer: &str) -> bool {
+    let lower = answer.to_lowercase();
+    let bare = lower.trim().trim_end_matches(['.', '!']).trim();
+    lower.contains(strings::NO_REPLY) || bare == strings::NO_REPLY.trim_matches(['[', ']'])
 }
 
 /// The member's latest words in `messages` (the question the turn answers), without the
@@ -134,6 +155,21 @@ mod tests {
         let calling = Reply { tool_calls: vec![ToolCall::new("c", "schedule", "{}")], ..reply("Reminder set!") };
         assert_eq!(review.judge(&calling, &asked, &tools()), Verdict::Show("Reminder set!".into()));
         assert_eq!(review.judge(&Reply::default(), &asked, &tools()), Verdict::Show(String::new()), "no text");
+    }
+
+    #[test]
+    fn after_a_posted_message_no_reply_in_any_form_is_nothing_to_post() {
+        let review = Review::default();
+        let turn = [
+            Message::User("@alice:x: A table of the planets".into()),
+            Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+            Message::Tool { call_id: "c".into(), content: json!({"event_id": "$t"}).to_string() },
+        ];
+        for answer in ["No reply.", "no reply", "To end your turn, type exactly [no reply].", "[No reply]"] {
+            assert_eq!(review.judge(&reply(answer), &turn, &tools()), Verdict::Show(String::new()), "{answer}");
+        }
+        // Before anything was posted, "No reply." may be the answer ("Did Bob write back?").
+        assert_eq!(review.judge(&reply("No reply."), &turn[..1], &tools()), Verdict::Show("No reply.".into()));
     }
 
     #[test]
