@@ -17,7 +17,8 @@
 //!
 //! Run it with `cargo test --release --test bench_answers` (`BENCH_SEED`, default 1;
 //! `BENCH_SAMPLING=steady` samples nearly greedily instead of as Qwen recommends;
-//! `LLAMA_VERBOSE=1` has the server log every prompt it is sent, in `target/llama/`).
+//! `LLAMA_VERBOSE=1` has the server log every prompt it is sent, in `target/llama/`;
+//! `LLAMA_ARGS` adds the server's own flags, e.g. `--cache-ram 0`).
 //! It takes 10-20 minutes on two cores. `cargo test` does not build or run it.
 
 mod answers;

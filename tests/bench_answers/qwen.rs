@@ -47,6 +47,7 @@ pub async fn start(sampling: Sampling, seed: u64) -> LlamaServer {
         .args(["-t", "2", "-c", "16384", "-np", "1", "--seed", &seed.to_string(), "--alias", QWEN])
         .args(sampling)
         .args(std::env::var_os("LLAMA_VERBOSE").map(|_| "-v"))
+        .args(std::env::var("LLAMA_ARGS").unwrap_or_default().split_whitespace())
         .stdin(Stdio::null())
         .stdout(out.try_clone().expect("log"))
         .stderr(out)
