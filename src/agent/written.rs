@@ -312,6 +312,10 @@ fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec], text: &str) -> Option<Vec<
             && (c.alone || rich_message(item) || mentioned(text, &c.span, &call.0))
         {
             out.push(call);
+        } else if (c.alone || c.wrapped) && bare_payload(item) && tools.iter().any(|t| t.name == RICH_SEND) {
+            // A rich message's payload alone (`{"blocks": […]}`): its call, the fallback
+            // made from the blocks when it is run.
+            out.push((RICH_SEND.to_owned(), serde_json::json!({"payload": item})));
         } else {
             return Some(Vec::new());
         }
@@ -338,6 +342,18 @@ fn named_call(item: &Value) -> Option<(String, Value)> {
         Some(_) => return None,
     };
     Some((name.to_owned(), arguments))
+}
+
+/// The tool a rich message's payload alone is meant for.
+const RICH_SEND: &str = "rich_send";
+
+/// Whether `item` is a rich message's payload (`{"v": 1, "blocks": […]}`) with nothing
+/// else: what `rich_send` takes as `payload`.
+fn bare_payload(item: &Value) -> bool {
+    item.as_object().is_some_and(|o| {
+        o.get("blocks").and_then(Value::as_array).is_some_and(|b| b.iter().all(|b| b.get("type").is_some()))
+            && o.keys().all(|k| k == "v" || k == "blocks")
+    })
 }
 
 /// Whether `item` is a rich message's arguments (`{"payload": {"blocks": …}, …}`): bare

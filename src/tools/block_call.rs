@@ -23,6 +23,25 @@ pub fn block_call(name: &str, arguments: &Value) -> Option<Value> {
     Some(json!({"payload": {"v": 1, "blocks": [block]}, "fallback": fallback}))
 }
 
+/// `rich_send` arguments with a payload of blocks and no fallback (small models write
+/// the payload alone: `{"blocks": […]}`), with the blocks' own plain renderings as the
+/// fallback; `None` when there is a fallback, or no blocks to render.
+pub fn fill_fallback(arguments: &Value) -> Option<Value> {
+    let given = arguments.get("fallback").and_then(Value::as_str).is_some_and(|f| !f.trim().is_empty());
+    let blocks = arguments.get("payload")?.get("blocks")?.as_array()?;
+    if given || blocks.is_empty() {
+        return None;
+    }
+    let plain: Vec<String> =
+        blocks.iter().filter_map(|b| crate::render::render_block(b).map(|(_, plain)| plain)).collect();
+    if plain.iter().all(|p| p.trim().is_empty()) {
+        return None;
+    }
+    let mut filled = arguments.clone();
+    filled["fallback"] = plain.join("\n\n").into();
+    Some(filled)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +58,17 @@ mod tests {
         assert!(crate::tools::plan(crate::tools::RICH_SEND, &call).is_ok(), "{call}");
         assert_eq!(block_call("web_search", &json!({"q": "x"})), None, "not a block");
         assert_eq!(block_call("chart", &json!("x")), None, "not fields");
+    }
+
+    #[test]
+    fn a_payload_without_a_fallback_gets_its_blocks_plain_rendering() {
+        let table = json!({"type": "table", "columns": ["Month", "Sales"], "rows": [["Jan", "120"], ["Feb", "135"]]});
+        let filled = fill_fallback(&json!({"payload": {"v": 1, "blocks": [table]}})).expect("filled");
+        let fallback = filled["fallback"].as_str().expect("a fallback");
+        assert!(fallback.contains("Jan") && fallback.contains("135"), "{fallback}");
+        assert!(crate::tools::plan(crate::tools::RICH_SEND, &filled).is_ok(), "{filled}");
+        let given = json!({"payload": {"v": 1, "blocks": [table]}, "fallback": "Sales: Jan 120, Feb 135"});
+        assert_eq!(fill_fallback(&given), None, "the model's own fallback stands");
+        assert_eq!(fill_fallback(&json!({"payload": "text"})), None, "no blocks");
     }
 }

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::blocks::Rich;
 
-pub use block_call::block_call;
+pub use block_call::{block_call, fill_fallback};
 pub use plan::{MAX_FALLBACK, plan};
 pub use poll::{PollCall, RICH_POLL, RICH_POLL_END, plan_poll, poll_specs};
 pub use registry::{Offered, Toolbox};

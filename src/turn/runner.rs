@@ -188,6 +188,11 @@ impl Runner<'_> {
     /// unless it is a block's (`tools::block_call`): then it is that block's rich message.
     async fn dispatch(&self, call: &ToolCall, nth: u32) -> Result<Value, Stop> {
         let args = arguments(call)?;
+        // A rich message without its fallback: the blocks' own plain rendering.
+        let args = match call.name == RICH_SEND {
+            true => crate::tools::fill_fallback(&args).unwrap_or(args),
+            false => args,
+        };
         let sends = self.kit.offered.get(&call.name).is_none() && self.kit.offered.get(RICH_SEND).is_some();
         if let Some(rich) = sends.then(|| crate::tools::block_call(&call.name, &args)).flatten() {
             let send = ToolCall { name: RICH_SEND.to_owned(), ..call.clone() };

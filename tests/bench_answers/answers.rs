@@ -11,9 +11,18 @@ use crate::support::BOT;
 pub fn pseudo_call(body: &str) -> bool {
     let b = body.to_lowercase();
     (b.contains("\"name\"") && (b.contains("\"arguments\"") || b.contains("\"parameters\"")))
-        || ["<tool_call>", "<tools>", "<rich_send>", "<rich_edit>", "<schedule>", "<rich_poll>", "\"payload\":"]
-            .iter()
-            .any(|m| b.contains(m))
+        || [
+            "<tool_call>",
+            "<tools>",
+            "<rich_send>",
+            "<rich_edit>",
+            "<schedule>",
+            "<rich_poll>",
+            "\"payload\":",
+            "\"blocks\":",
+        ]
+        .iter()
+        .any(|m| b.contains(m))
 }
 
 /// An annotation copied from the prompt: an id line, the turn's note, an id after a name.

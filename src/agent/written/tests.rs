@@ -165,3 +165,17 @@ fn bare_arguments_are_the_call_of_the_tool_the_prose_names() {
     assert_eq!(alone.len(), 1);
     assert_eq!(rest, None);
 }
+
+#[test]
+fn a_payload_written_alone_is_a_rich_message() {
+    // Qwen, asked for a chart, answered with the payload alone.
+    let text = "{\n  \"blocks\": [\n    {\n      \"type\": \"chart\",\n      \"series\": [{\"name\": \"Sales\", \"values\": [120, 135]}]\n    }\n  ]\n}";
+    let (named, rest) = calls(text);
+    assert_eq!(named.len(), 1);
+    assert_eq!(named[0].0, "rich_send");
+    assert_eq!(named[0].1["payload"]["blocks"][0]["type"], "chart");
+    assert_eq!(rest, None);
+    // Inside a sentence it is prose; so is an object that only has blocks among others.
+    assert_eq!(read("The payload is {\"blocks\": []} in v1.", &tools(), 1), Read::Prose);
+    assert_eq!(read("{\"blocks\": [{\"type\": \"x\"}], \"user\": 1}", &tools(), 1), Read::Prose);
+}
