@@ -21,6 +21,9 @@ use serde_json::{Map, Value};
 
 use super::{Reply, ToolCall, ToolSpec};
 
+mod shown;
+pub use shown::shown_until;
+
 /// What a reply's text is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Read {
@@ -98,44 +101,6 @@ pub fn read(text: &str, tools: &[ToolSpec], round: u32) -> Read {
     rest.push_str(&text[at..]);
     let rest = rest.trim();
     Read::Calls { calls, rest: (!rest.is_empty()).then(|| rest.to_owned()) }
-}
-
-/// How much of `text` (being streamed) can be shown: all of it, or up to where something
-/// that may become a written call starts (a fence, a tag, or a JSON object at the start),
-/// less a last line that leads in to what is not shown yet.
-pub fn shown_until(text: &str, tools: &[ToolSpec]) -> usize {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return 0;
-    }
-    let mut cut = text.len();
-    // A JSON object starting a line of its own after prose.
-    if let Some(at) = text.find("\n{") {
-        cut = at + 1;
-    }
-    // `<tool` holds back `<tool_call>`, `<tools>` and the `<tool_response>` a model
-    // imitating its template writes.
-    for opener in ["```", "<tool", "<function"] {
-        if let Some(at) = text.find(opener) {
-            cut = cut.min(at);
-        }
-    }
-    for tool in tools {
-        if let Some(at) = text.find(&format!("<{}", tool.name)) {
-            cut = cut.min(at);
-        }
-    }
-    // A tag being typed (`<`, `<to`, `<rich_s` at the end) is held back too.
-    if let Some(at) = text.rfind('<').filter(|at| !text[*at..].contains('>')) {
-        cut = cut.min(at);
-    }
-    // A last line that leads in to something (ends with ':') waits for it: a written
-    // call's narration ("Here's the payload you need:") is never shown.
-    let before = text[..cut].trim_end();
-    if before.ends_with(':') {
-        cut = before.rfind('\n').map_or(0, |at| at + 1);
-    }
-    cut
 }
 
 /// The pieces of `text` that may hold calls: fences, tags, and the whole text.
