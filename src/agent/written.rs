@@ -348,12 +348,16 @@ fn bare_arguments(item: &Value, tools: &[ToolSpec]) -> Option<(String, Value)> {
     let keys: Vec<&String> = item.as_object()?.keys().collect();
     let fits = |t: &&ToolSpec| {
         let properties = t.parameters.get("properties").and_then(Value::as_object);
+        // A rich message's fallback may be left out: it is made from the blocks when run.
         let required: Vec<&str> = t
             .parameters
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+            .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| !(t.name == RICH_SEND && *r == "fallback" && rich_message(item)))
+            .collect();
         (if required.is_empty() { keys.len() >= 2 } else { !keys.is_empty() })
             && properties.is_some_and(|p| keys.iter().all(|k| p.contains_key(k.as_str())))
             && required.iter().all(|r| keys.iter().any(|k| k.as_str() == *r))

@@ -12,7 +12,11 @@ fn tools() -> Vec<ToolSpec> {
         parameters: json!({"type": "object", "properties": props, "required": required}),
     };
     vec![
-        spec("rich_send", json!({"payload": {}, "fallback": {}, "room": {}}), json!(["payload", "fallback"])),
+        spec(
+            "rich_send",
+            json!({"payload": {}, "fallback": {}, "room": {}, "reply_to": {}}),
+            json!(["payload", "fallback"]),
+        ),
         spec(
             "rich_edit",
             json!({"event_id": {}, "payload": {}, "fallback": {}}),
@@ -178,4 +182,15 @@ fn a_payload_written_alone_is_a_rich_message() {
     // Inside a sentence it is prose; so is an object that only has blocks among others.
     assert_eq!(read("The payload is {\"blocks\": []} in v1.", &tools(), 1), Read::Prose);
     assert_eq!(read("{\"blocks\": [{\"type\": \"x\"}], \"user\": 1}", &tools(), 1), Read::Prose);
+}
+
+#[test]
+fn a_rich_messages_arguments_without_a_fallback_are_its_call() {
+    // Qwen, asked for a countdown: rich_send's arguments alone, with no fallback.
+    let text = "{ \"reply_to\": \"$q\", \"payload\": { \"v\": 1, \"blocks\": [ { \"type\": \"countdown\", \"until\": \"2027-01-01T00:00:00Z\" } ] } }";
+    let (named, rest) = calls(text);
+    assert_eq!(named.len(), 1, "{text}");
+    assert_eq!(named[0].0, "rich_send");
+    assert_eq!(named[0].1["reply_to"], "$q");
+    assert_eq!(rest, None);
 }
