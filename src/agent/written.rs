@@ -164,7 +164,7 @@ fn candidates<'a>(text: &'a str, tools: &'a [ToolSpec]) -> Vec<Candidate<'a>> {
     out
 }
 
-/// A `{"name": …}` object (or a rich message's bare `{"payload": …}`) written inside
+/// A `{"name": …}` object (or a rich message's bare `{"payload": …}`, or its payload alone) written inside
 /// prose ("Sure! {"name": "rich_send", …}"): from its brace to the end of the first JSON
 /// value there.
 fn inline_calls(text: &str) -> Vec<Candidate<'_>> {
@@ -176,7 +176,8 @@ fn inline_calls(text: &str) -> Vec<Candidate<'_>> {
     let mut out = Vec::new();
     for (start, _) in text.match_indices('{') {
         let rest = text[start..].trim_start_matches('{').trim_start();
-        let payload = rest.starts_with("\"payload\"");
+        // A rich message's arguments, or its payload alone (`{"blocks": …}`, `{"v": 1, …}`).
+        let payload = ["\"payload\"", "\"blocks\"", "\"v\""].iter().any(|k| rest.starts_with(k));
         if !(rest.starts_with("\"name\"") || payload)
             || out.iter().any(|c: &Candidate<'_>| c.span.contains(&start))
             || fenced.iter().any(|f| f.contains(&start))

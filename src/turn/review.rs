@@ -53,7 +53,8 @@ impl Review {
             return Verdict::Show(text);
         }
         if posted(messages) && means_no_reply(&text) {
-            return Verdict::Show(String::new());
+            // The marker itself: the turn ends as any `[no reply]` does.
+            return Verdict::Show(strings::NO_REPLY.to_owned());
         }
         let wrong = if reply.unreadable_text {
             Some((strings::CORRECT_WRITTEN_CALL.to_owned(), strings::COULD_NOT_ANSWER))
@@ -166,7 +167,11 @@ mod tests {
             Message::Tool { call_id: "c".into(), content: json!({"event_id": "$t"}).to_string() },
         ];
         for answer in ["No reply.", "no reply", "To end your turn, type exactly [no reply].", "[No reply]"] {
-            assert_eq!(review.judge(&reply(answer), &turn, &tools()), Verdict::Show(String::new()), "{answer}");
+            assert_eq!(
+                review.judge(&reply(answer), &turn, &tools()),
+                Verdict::Show(strings::NO_REPLY.into()),
+                "{answer}"
+            );
         }
         // Before anything was posted, "No reply." may be the answer ("Did Bob write back?").
         assert_eq!(review.judge(&reply("No reply."), &turn[..1], &tools()), Verdict::Show("No reply.".into()));

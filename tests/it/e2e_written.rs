@@ -85,6 +85,30 @@ async fn a_call_written_as_text_is_run_as_the_call_and_never_shown_while_it_is_t
     assert!(metrics.lines().any(|l| l == "richbot_llm_written_calls_total 1"), "{metrics}");
 }
 
+/// Qwen2.5-Coder narrates what it writes ("Here's the payload you need:") and leaves out
+/// the fallback: the payload is run as `rich_send` with the blocks' own rendering as its
+/// fallback, the narration is never shown (live or posted) nor given back to the model,
+/// the result says the message is out, and "No reply." after it is no reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_narrated_payload_without_a_fallback_is_its_rich_message_and_the_narration_is_never_shown() {
+    let env = Env::start().await;
+    let room = env.dm().await;
+    let payload = weather()["payload"].to_string();
+    let narrated = format!("Here's the payload you need:\n\n{payload}\n\nThis will send a rich message.");
+    env.llm.script([pieces(&narrated), text("No reply.")]);
+    env.alice.say(&room, "weather in Porto?").await;
+    let outcome = env.wait_turns(&room, 1).await[0].0.clone();
+    let shown = everything_shown(&env, &room).await;
+    assert_eq!(outcome, "no_reply", "{shown:#?}");
+    assert_eq!(shown.len(), 1, "the rich message alone: {shown:#?}");
+    assert!(shown[0].contains("Porto") && shown[0].contains("14"), "the blocks' rendering: {shown:#?}");
+    assert!(shown.iter().all(|b| !b.contains("payload") && !b.contains("No reply")), "{shown:#?}");
+    let second = &env.llm.requests()[1];
+    let result = crate::support::llm::last_tool_result(second).expect("a tool result");
+    assert_eq!(result["posted"], richbot::strings::POSTED);
+    assert!(!second["messages"].to_string().contains("Here's the payload"), "the narration is not replayed");
+}
+
 /// Qwen2.5-Coder reads `rich_send`'s block list as functions: it calls `countdown`
 /// (written, with one brace too many). A tool it imagines is answered as unknown, and the
 /// error it then copies into its answer goes back to it, never to the member.
