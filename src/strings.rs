@@ -333,6 +333,15 @@ pub fn correct_promise(what: &str, tool: &str, asked: bool) -> String {
     )
 }
 
+/// Told to the model when it wrote a call of `tool` as text that the member did not ask
+/// for (`does`: what it would have done): it was not run.
+pub fn correct_unasked(tool: &str, does: &str) -> String {
+    format!(
+        "(richbot) You wrote a {tool} call as text, and it was not run: the member did not ask for {does}. Answer \
+         what they asked, in words or with rich_send."
+    )
+}
+
 /// What the member reads when the model gave no answer fit to post, after its corrections.
 pub const COULD_NOT_ANSWER: &str = "I couldn't put an answer together this time. Please ask again, perhaps in \
      other words.";

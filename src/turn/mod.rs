@@ -44,6 +44,7 @@ mod scope;
 mod shown;
 mod stop;
 mod targets;
+mod unasked;
 mod uploads;
 mod voice;
 mod voice_out;

@@ -81,7 +81,35 @@ impl<'a, L> Recorded<'a, L> {
         reply: &mut Reply,
         (messages, tools): (&[Message], &[ToolSpec]),
     ) -> Result<(), agent::Error> {
-        match self.review.judge(reply, messages, tools) {
+        // A lasting call the model wrote as text and nobody asked for is never run.
+        let posted: Vec<&agent::ToolCall> = if super::review::posted(messages) {
+            messages
+                .iter()
+                .flat_map(|m| if let Message::Assistant { tool_calls, .. } = m { &tool_calls[..] } else { &[] })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let unasked = super::unasked::take_out(reply, super::review::asked(messages), &posted);
+        if let Some(u) = &unasked {
+            tracing::info!(
+                turn = self.turn,
+                round,
+                tool = u.tool,
+                does = u.does,
+                "a call written as text that nobody asked for was not run"
+            );
+            self.metrics.tool_call(&u.tool, "unasked");
+        }
+        let verdict = match unasked {
+            Some(u) if reply.tool_calls.is_empty() => {
+                // What the model wrote stays its history, before the correction.
+                reply.text.get_or_insert(u.call.clone());
+                self.review.unasked(&u, messages)
+            }
+            _ => self.review.judge(reply, messages, tools),
+        };
+        match verdict {
             Verdict::Show(_) if reply.written > 0 => {
                 // The words around a call written as text narrate it ("Here's the payload
                 // you need:"): no answer, neither posted nor shown to the model again. What

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::context::clean_answer;
 use super::promises;
+use super::unasked::Unasked;
 use crate::agent::{Message, Reply, ToolSpec};
 use crate::strings;
 
@@ -52,7 +53,7 @@ impl Review {
         if !reply.tool_calls.is_empty() {
             return Verdict::Show(text);
         }
-        if posted(messages) && means_no_reply(&text) {
+        if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text)) {
             // The marker itself: the turn ends as any `[no reply]` does.
             return Verdict::Show(strings::NO_REPLY.to_owned());
         }
@@ -70,6 +71,22 @@ impl Review {
             })
         };
         let Some((correction, sentence)) = wrong else { return Verdict::Show(text) };
+        self.correct(correction, sentence)
+    }
+
+    /// The verdict on a reply whose calls were all written as text and not asked for
+    /// (`unasked`), none of them run: after a posted message the turn ends there (the
+    /// answer is out); before one, the model is told and asked again.
+    pub fn unasked(&self, unasked: &Unasked, messages: &[Message]) -> Verdict {
+        if posted(messages) {
+            return Verdict::Show(strings::NO_REPLY.to_owned());
+        }
+        self.correct(strings::correct_unasked(&unasked.tool, unasked.does), strings::COULD_NOT_ANSWER)
+    }
+
+    /// `correction` for the model, or once the turn has had its corrections, `sentence`
+    /// for the member.
+    fn correct(&self, correction: String, sentence: &str) -> Verdict {
         if self.corrections.fetch_add(1, Ordering::Relaxed) < CORRECTIONS {
             Verdict::Correct(correction)
         } else {
@@ -97,7 +114,7 @@ fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
 }
 
 /// Whether a message was posted in this turn (a tool result with its event id).
-fn posted(messages: &[Message]) -> bool {
+pub(super) fn posted(messages: &[Message]) -> bool {
     messages.iter().any(|m| match m {
         Message::Tool { content, .. } => serde_json::from_str::<serde_json::Value>(content)
             .is_ok_and(|v| v.get("event_id").is_some() && v.get("error").is_none()),
@@ -114,9 +131,21 @@ fn means_no_reply(answer: &str) -> bool {
     lower.contains(strings::NO_REPLY) || bare == strings::NO_REPLY.trim_matches(['[', ']'])
 }
 
+/// Whether an answer after a posted message talks of the machinery rather than to the
+/// member: a small model shown its tool's result explains it ("This tool response
+/// indicates that the message was successfully posted… The `event_id` is a unique
+/// identifier…", Qwen2.5-Coder-1.5B). The message is out; that is nothing to post.
+fn talks_of_the_tools(answer: &str) -> bool {
+    static MACHINERY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)tool[ _](response|result|call|output)s?|event[ _]?ids?|`event_id`")
+            .expect("a valid regex")
+    });
+    MACHINERY.is_match(answer)
+}
+
 /// The member's latest words in `messages` (the question the turn answers), without the
 /// per-turn note before them (which quotes earlier questions: "Remind me in 1 minute…").
-fn asked(messages: &[Message]) -> &str {
+pub(super) fn asked(messages: &[Message]) -> &str {
     let text = messages
         .iter()
         .rev()
@@ -173,6 +202,9 @@ mod tests {
                 "{answer}"
             );
         }
+        let explained = "This tool response indicates that the message was successfully posted. The `event_id` is \
+                         a unique identifier for the event.";
+        assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
         // Before anything was posted, "No reply." may be the answer ("Did Bob write back?").
         assert_eq!(review.judge(&reply("No reply."), &turn[..1], &tools()), Verdict::Show("No reply.".into()));
     }

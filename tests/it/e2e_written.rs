@@ -226,3 +226,44 @@ async fn with_text_tool_calls_off_the_models_text_is_posted_as_it_wrote_it() {
     assert!(bodies[0].contains("\"name\"") && bodies[0].contains("rich_send"), "posted as written: {bodies:#?}");
     assert_eq!(env.llm.requests().len(), 1, "no call was run");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_written_as_text_that_nobody_asked_for_is_never_set_nor_a_posted_call_made_again() {
+    let env = Env::start().await;
+    let room = env.dm().await;
+    let at = richbot::clock::rfc3339(richbot::clock::now_ms() + 600_000);
+    let unasked = format!(
+        "```json\n{}\n```",
+        json!({"name": "schedule", "arguments": {"at": at, "message": {"text": "Remember to go for a walk!"}}})
+    );
+    // After its answer was posted, as Qwen2.5-Coder-1.5B did: the turn ends there.
+    env.llm.script([call("rich_send", weather()), text(&unasked)]);
+    env.alice.say(&room, "weather in Porto?").await;
+    assert_eq!(env.wait_turns(&room, 1).await[0].0, "no_reply");
+    assert_eq!(everything_shown(&env, &room).await, ["Porto: 14 °C, rain"]);
+    assert_eq!(env.llm.requests().len(), 2, "not asked again");
+    // Before any answer: the model is told it was not run, and answers.
+    env.llm.script([text(&unasked), text("Lie on your back and pull one knee to your chest.")]);
+    env.alice.say(&room, "What's a good stretch for the back?").await;
+    env.wait_turns(&room, 2).await;
+    let told = last_user(&env.llm.requests()[3]);
+    assert!(told.contains("schedule call as text, and it was not run"), "{told}");
+    let bodies = final_bodies(&env, &room).await;
+    assert_eq!(bodies.last().map(String::as_str), Some("Lie on your back and pull one knee to your chest."));
+    let store = env.store().await;
+    let made = store.active_schedules(None, Some(&crate::support::room_id(&room))).await.expect("schedules");
+    assert!(made.is_empty(), "no reminder: {made:?}");
+    // Its posted call written out again: the model is done, not asked twice more.
+    let again = format!(
+        "You can use the following command:\n```json\n{}\n```",
+        json!({"name": "rich_send", "arguments": weather()})
+    );
+    env.llm.script([call("rich_send", weather()), text(&again)]);
+    env.alice.say(&room, "and now?").await;
+    assert_eq!(env.wait_turns(&room, 3).await[2].0, "no_reply");
+    assert_eq!(env.llm.requests().len(), 6);
+    assert_eq!(final_bodies(&env, &room).await.len(), 3, "the weather twice and the stretch");
+    let metrics = env.metrics().await;
+    assert!(metrics.contains(r#"richbot_tool_calls_total{tool="other",result="unasked"} 2"#), "{metrics}");
+    assert!(metrics.contains(r#"richbot_tool_calls_total{tool="rich_send",result="unasked"} 1"#), "{metrics}");
+}

@@ -9,7 +9,8 @@
 //! schema-valid `rich_send` weather call, then `[no reply]`: it tests the wire (schemas
 //! the server turns into grammars, its streaming, its tool-call parser), not answers.
 //! Greedy (`--temp 0`) and one thread, so it is the same every run and is not slowed to a
-//! crawl when another process is busy.
+//! crawl when another process is busy. `LLAMA_VERBOSE=1` has the server log each
+//! request's whole prompt, to replay one.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -93,6 +94,7 @@ impl LlamaServer {
             .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--jinja", "--chat-template-file"])
             .arg(template)
             .args(["--temp", "0", "--logit-bias", "106+12", "-c", "8192", "-np", "1", "-t", "1", "--alias", MODEL])
+            .args(std::env::var_os("LLAMA_VERBOSE").map(|_| "-v"))
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log"))
             .stderr(out)
