@@ -97,7 +97,7 @@ impl ToolCall {
     /// What makes two calls the same: the tool and the arguments as a JSON value when they
     /// parse (so `{"a":1}` and `{"a": 1}` are one call; serde_json writes keys sorted), or
     /// as written. A cut call is like no other (`None`).
-    fn identity(&self) -> Option<(&str, String)> {
+    pub fn identity(&self) -> Option<(&str, String)> {
         let args =
             serde_json::from_str::<Value>(&self.arguments).map_or_else(|_| self.arguments.clone(), |v| v.to_string());
         (!self.cut).then_some((self.name.as_str(), args))

@@ -137,7 +137,7 @@ fn means_no_reply(answer: &str) -> bool {
 /// identifier…", Qwen2.5-Coder-1.5B). The message is out; that is nothing to post.
 fn talks_of_the_tools(answer: &str) -> bool {
     static MACHINERY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)tool[ _](response|result|call|output)s?|event[ _]?ids?|`event_id`")
+        regex::Regex::new(r"(?i)\btool[ _](response|result|call|output)s?\b|\bevent[ _]?ids?\b|`event_id`")
             .expect("a valid regex")
     });
     MACHINERY.is_match(answer)
@@ -205,6 +205,10 @@ mod tests {
         let explained = "This tool response indicates that the message was successfully posted. The `event_id` is \
                          a unique identifier for the event.";
         assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+        let explained = "The tool response means your message is in the room.";
+        assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+        let toolbox = reply("A hammer is the tool responsible for most of it.");
+        assert_eq!(review.judge(&toolbox, &turn, &tools()), Verdict::Show(toolbox.text.clone().unwrap_or_default()));
         // Before anything was posted, "No reply." may be the answer ("Did Bob write back?").
         assert_eq!(review.judge(&reply("No reply."), &turn[..1], &tools()), Verdict::Show("No reply.".into()));
     }

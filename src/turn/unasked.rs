@@ -72,14 +72,13 @@ pub fn take_out(reply: &mut Reply, asked: &str, posted: &[&ToolCall]) -> Option<
     if reply.written == 0 {
         return None;
     }
-    let args = |c: &ToolCall| serde_json::from_str::<serde_json::Value>(&c.arguments).ok();
     let mut first = None;
     reply.tool_calls.retain(|call| {
         if !call.id.starts_with(written::ID_PREFIX) {
             return true;
         }
         let unwanted = LASTING.iter().find(|l| l.tool == call.name && !l.wanted.is_match(asked)).map(|l| l.does);
-        let again = || posted.iter().any(|p| p.name == call.name && args(p).is_some() && args(p) == args(call));
+        let again = || call.identity().is_some_and(|same| posted.iter().any(|p| p.identity().as_ref() == Some(&same)));
         let Some(does) = unwanted.or_else(|| again().then_some(AGAIN)) else { return true };
         if first.is_none() {
             let written = serde_json::json!({"name": call.name, "arguments": call.arguments}).to_string();
