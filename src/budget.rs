@@ -135,7 +135,27 @@ fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
 
 impl<L: Complete + Sync> Complete for Metered<'_, L> {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
-        let prompt = (request_chars(messages, tools) / 4) as u64;
+        let answered = self.metered(request_chars(messages, tools), async {
+            self.llm.complete(messages, tools, live).await.map(Some)
+        });
+        Ok(answered.await?.unwrap_or_default())
+    }
+
+    async fn fill(&self, messages: &[Message], fill: &agent::Fill) -> Result<Option<Reply>, agent::Error> {
+        let chars = request_chars(messages, &[]) + fill.ask.len() + fill.schema.to_string().len();
+        self.metered(chars, self.llm.fill(messages, fill)).await
+    }
+}
+
+impl<L> Metered<'_, L> {
+    /// `call`, a request of `chars` characters, made only if the budgets allow its
+    /// estimate, and settled at what it cost (nothing when it was not made: `None`).
+    async fn metered(
+        &self,
+        chars: usize,
+        call: impl std::future::Future<Output = Result<Option<Reply>, agent::Error>>,
+    ) -> Result<Option<Reply>, agent::Error> {
+        let prompt = (chars / 4) as u64;
         let estimate = prompt + u64::from(self.budget.max_tokens);
         let budgets = self.budget.for_asker(self.asker);
         let reserved = self.store.reserve_tokens(self.asker, self.room, estimate, budgets, now_ms()).await;
@@ -144,11 +164,13 @@ impl<L: Complete + Sync> Complete for Metered<'_, L> {
             Ok(Err(spent)) => return Err(self.stop(Stop::Spent(spent))),
             Err(e) => return Err(self.stop(Stop::Store(e))),
         };
-        let result = self.llm.complete(messages, tools, live).await;
-        let reported = result.as_ref().map(|r| r.usage).unwrap_or_default();
+        let result = call.await;
+        let reported = result.as_ref().ok().and_then(Option::as_ref).map(|r| r.usage).unwrap_or_default();
         let used = match &result {
-            Ok(reply) if reply.usage.prompt + reply.usage.completion > 0 => self.budget.cost(reply.usage),
-            Ok(_) => estimate,
+            Ok(Some(reply)) if reply.usage.prompt + reply.usage.completion > 0 => self.budget.cost(reply.usage),
+            Ok(Some(_)) => estimate,
+            // Not asked (a model that cannot be asked for a call's arguments).
+            Ok(None) => 0,
             // A stream cut part-way, or a call that timed out, was read and partly
             // answered: the prompt, and what streamed before it stopped.
             Err(agent::Error::Cut(so_far, _)) => prompt + (so_far.len() / 4) as u64,

@@ -24,6 +24,9 @@ pub struct Metrics {
     pub llm_failures: AtomicU64,
     /// Tool calls the model wrote as text, read as calls.
     pub llm_written_calls: AtomicU64,
+    /// Calls an answer promised without making, filled in by the model when asked for
+    /// their arguments (`turn::keep`).
+    pub llm_filled_calls: AtomicU64,
     /// Answers sent back to the model before a member read them (an unreadable written
     /// call, an empty answer, a promise no tool kept).
     pub answer_corrections: AtomicU64,
@@ -99,7 +102,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 24] = [
+        let counters: [(&str, &str, &AtomicU64); 25] = [
             ("richbot_transactions_total", "Transactions received from the homeserver.", &self.transactions),
             ("richbot_events_stored_total", "Events stored for the first time.", &self.events_new),
             ("richbot_events_duplicate_total", "Events received again (retried transactions).", &self.events_duplicate),
@@ -121,6 +124,11 @@ impl Metrics {
                 "richbot_llm_written_calls_total",
                 "Tool calls the model wrote as text, read as calls (llm.text_tool_calls).",
                 &self.llm_written_calls,
+            ),
+            (
+                "richbot_llm_filled_calls_total",
+                "Tool calls an answer promised without making, filled in by the model when asked for their arguments.",
+                &self.llm_filled_calls,
             ),
             (
                 "richbot_answer_corrections_total",

@@ -347,6 +347,15 @@ pub const COULD_NOT_ANSWER: &str = "I couldn't put an answer together this time.
      other words.";
 
 /// What the member reads when the model kept saying it did what no tool did.
+/// Asked of the model, for its output held to the call's schema, when the member asked for
+/// what only `tool` does and its answer did not call it: `fields` say what to fill in.
+pub fn fill_call(tool: &str, fields: &str) -> String {
+    format!(
+        "(richbot) No {tool} call was made, so nothing was done yet. Write the arguments of the {tool} call that \
+         does what the member asked, as one JSON object: {fields}."
+    )
+}
+
 pub const PROMISE_NOT_KEPT: &str = "I couldn't do that just now: nothing was set up or sent. Please ask again.";
 
 /// What a live message says when the answer it showed was sent back to the model and no

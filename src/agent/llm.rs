@@ -102,9 +102,11 @@ pub struct Llm {
     /// Whether the model is sent pictures: until the endpoint refuses a request with some.
     pub(super) vision: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Calls in flight at once (`llm.max_concurrent_requests`), shared by every clone.
-    calls: std::sync::Arc<tokio::sync::Semaphore>,
+    pub(super) calls: std::sync::Arc<tokio::sync::Semaphore>,
     /// Calls the model writes as text are read as calls (`llm.text_tool_calls`).
     pub(super) text_tool_calls: bool,
+    /// Whether the endpoint is asked for structured output (`fill.rs`): until it refuses.
+    pub(super) structured: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -143,6 +145,7 @@ impl Llm {
             vision: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
             calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
             text_tool_calls: true,
+            structured: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
         }
     }
 
@@ -217,7 +220,11 @@ impl Llm {
 
 impl Llm {
     async fn whole(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, Error> {
-        let request = wire::request(&self.model, self.max_tokens, messages, tools, false);
+        self.whole_request(wire::request(&self.model, self.max_tokens, messages, tools, false)).await
+    }
+
+    /// One unstreamed call of `request`, bounded as a whole.
+    pub(super) async fn whole_request(&self, request: Value) -> Result<Reply, Error> {
         let chat = self.client.chat();
         let call = chat.create_byot(request);
         let response: Value = match tokio::time::timeout(self.call_limit, call).await {

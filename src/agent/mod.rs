@@ -12,6 +12,7 @@
 
 mod alive;
 mod errors;
+mod fill;
 mod guard;
 mod llm;
 pub mod portable;
@@ -22,6 +23,7 @@ mod vision;
 mod wire;
 pub mod written;
 
+pub use fill::Fill;
 pub use guard::Misbehaved;
 pub use llm::{Error, Llm, Probe};
 
@@ -143,6 +145,10 @@ pub struct Reply {
     /// It stopped at its token limit (`finish_reason: "length"`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub length: bool,
+    /// Its one call was filled in by the model when asked for its arguments (the answer
+    /// promised what only that tool does, and made no call: `Complete::fill`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub filled: bool,
     /// Set by the caller's review of a reply without calls (an answer a member may not
     /// read as it is): what the model is told before it is asked again. Not recorded: the
     /// review is made again of a replayed reply.
@@ -239,6 +245,17 @@ pub trait Complete {
         tools: &[ToolSpec],
         live: &LiveText,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send;
+
+    /// The arguments the model gives for `fill` after `messages`, held to its schema
+    /// (`fill.rs`): a reply whose text is a JSON object (none if the model gave none), or
+    /// `None` when this model cannot be asked so.
+    fn fill(
+        &self,
+        _messages: &[Message],
+        _fill: &Fill,
+    ) -> impl std::future::Future<Output = Result<Option<Reply>, Error>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// The bounded tool loop. A reply's calls run one at a time, in order, unless every one

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use super::llm::Llm;
-use super::{Complete, Error, LiveText, Message, Reply, ToolSpec};
+use super::{Complete, Error, Fill, LiveText, Message, Reply, ToolSpec};
 
 impl Complete for Llm {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, Error> {
@@ -17,6 +17,10 @@ impl Complete for Llm {
         }
         let round = messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
         Ok(super::written::recover(reply, tools, u32::try_from(round).unwrap_or(u32::MAX)))
+    }
+
+    async fn fill(&self, messages: &[Message], fill: &Fill) -> Result<Option<Reply>, Error> {
+        self.fill_in(messages, fill).await
     }
 }
 
@@ -49,7 +53,7 @@ impl Llm {
 }
 
 /// `messages` with each picture named in its text instead of sent.
-fn named(messages: &[Message]) -> Vec<Message> {
+pub(super) fn named(messages: &[Message]) -> Vec<Message> {
     messages
         .iter()
         .map(|m| match m {

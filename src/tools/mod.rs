@@ -22,7 +22,7 @@ use crate::blocks::Rich;
 
 pub use block_call::{block_call, fill_fallback};
 pub use plan::{MAX_FALLBACK, plan};
-pub use poll::{PollCall, RICH_POLL, RICH_POLL_END, plan_poll, poll_specs};
+pub use poll::{ANSWERS as POLL_ANSWERS, PollCall, RICH_POLL, RICH_POLL_END, plan_poll, poll_specs};
 pub use registry::{Offered, Toolbox};
 pub use specs::{EXAMPLE_CALL, RoomChoices, prompt_line, tool_specs};
 

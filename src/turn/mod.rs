@@ -28,6 +28,7 @@ mod close;
 pub mod context;
 mod conversation;
 mod external;
+mod keep;
 mod live;
 mod notices;
 mod outcome;

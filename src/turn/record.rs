@@ -34,6 +34,8 @@ pub struct Recorded<'a, L> {
     /// Rounds handed out so far (recorded or new).
     round: AtomicU32,
     replayed: AtomicU32,
+    /// Whether a call was asked for by its arguments in this run (`keep`): once a turn.
+    filled: std::sync::atomic::AtomicBool,
     /// Why a reply's text could not be posted for good, if it could not.
     pub failed: Mutex<Option<String>>,
 }
@@ -64,6 +66,7 @@ impl<'a, L> Recorded<'a, L> {
             replay: Mutex::new(replay),
             round: AtomicU32::new(0),
             replayed: AtomicU32::new(0),
+            filled: std::sync::atomic::AtomicBool::new(false),
             failed: Mutex::new(None),
         })
     }
@@ -110,10 +113,11 @@ impl<'a, L> Recorded<'a, L> {
             _ => self.review.judge(reply, messages, tools),
         };
         match verdict {
-            Verdict::Show(_) if reply.written > 0 => {
+            Verdict::Show(_) if reply.written > 0 || reply.filled => {
                 // The words around a call written as text narrate it ("Here's the payload
-                // you need:"): no answer, neither posted nor shown to the model again. What
-                // showed live is the next reply's to finish (or is withdrawn).
+                // you need:"), and a filled-in call's promised it: no answer, neither posted
+                // nor shown to the model again. What showed live is the next reply's to
+                // finish (or is withdrawn).
                 self.live.carry_over(round);
                 reply.text = None;
             }
@@ -137,6 +141,39 @@ impl<'a, L> Recorded<'a, L> {
         Ok(())
     }
 
+    /// `reply`, or if it promised what the member asked for and only a tool does, the call
+    /// that keeps it, filled in by the model (`keep`), once a turn. Made before the reply
+    /// is recorded, so a resumed turn replays the call.
+    async fn kept(
+        &self,
+        round: u32,
+        reply: Reply,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Reply, agent::Error>
+    where
+        L: Complete + Sync,
+    {
+        let Some(fill) = super::keep::fill_for(&reply, messages, tools) else { return Ok(reply) };
+        if self.filled.swap(true, Ordering::Relaxed) {
+            return Ok(reply);
+        }
+        let mut asked = messages.to_vec();
+        asked.push(Message::Assistant { text: reply.text.clone(), tool_calls: Vec::new() });
+        let Some(filled) = self.llm.fill(&asked, &fill).await? else { return Ok(reply) };
+        tracing::info!(
+            turn = self.turn,
+            round,
+            tool = fill.tool,
+            filled = filled.text.is_some(),
+            "asked the model for the call its answer promised"
+        );
+        if filled.text.is_some() {
+            Metrics::inc(&self.metrics.llm_filled_calls);
+        }
+        Ok(super::keep::keep(reply, round, &fill, &filled))
+    }
+
     /// Puts a reply's text out; a homeserver that is down suspends the turn.
     async fn show(&self, round: u32, text: &str, cut: bool) -> Result<(), agent::Error> {
         match self.live.finish(round, text, cut).await {
@@ -157,6 +194,9 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
         let recorded = self.replay.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
         if let Some(mut reply) = recorded {
             self.replayed.fetch_add(1, Ordering::Relaxed);
+            if reply.filled {
+                self.filled.store(true, Ordering::Relaxed);
+            }
             self.deliver(round, &mut reply, (messages, tools)).await?;
             return Ok(reply);
         }
@@ -170,7 +210,8 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
             self.live.follow(round, live.subscribe(), &done),
         );
         match result {
-            Ok(mut reply) => {
+            Ok(reply) => {
+                let mut reply = self.kept(round, reply, messages, tools).await?;
                 let text = serde_json::to_string(&reply).map_err(|e| agent::Error::Suspended(e.to_string()))?;
                 self.store
                     .record_reply(self.turn, round, &text)

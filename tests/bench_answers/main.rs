@@ -21,17 +21,15 @@
 //! `LLAMA_ARGS` adds the server's own flags, e.g. `--cache-ram 0`).
 //! It takes 10-20 minutes on two cores. `cargo test` does not build or run it.
 
-mod answers;
-mod qwen;
 #[allow(dead_code)]
 #[path = "../it/support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};
 
-use answers::contents;
-use qwen::{QWEN, Sampling};
 use serde_json::Value;
+use support::answers::{self, contents};
+use support::qwen::{self, QWEN, Sampling};
 use support::{BOT, Env, Options, User, eventually, room_id};
 
 /// A question, and a word an on-topic answer holds (any of them, `|`-separated).

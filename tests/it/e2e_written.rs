@@ -177,28 +177,40 @@ async fn an_unreadable_call_an_empty_or_annotated_answer_is_sent_back_never_post
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_promise_no_tool_kept_goes_back_to_the_model_then_is_kept_or_told_honestly() {
+async fn a_promise_no_tool_kept_is_kept_by_the_call_the_model_fills_in_or_told_honestly() {
     let env = Env::start().await;
     let room = env.dm().await;
-    let at = richbot::clock::rfc3339(richbot::clock::now_ms() + 3_600_000);
+    // The model says it did, and calls nothing: asked for the call's arguments alone (its
+    // output held to their schema), it fills them in; the call is made, then it answers.
     env.llm.script([
         pieces("Reminder: stretch in an hour."),
-        call("schedule", json!({"at": at, "message": "Time to stretch!"})),
+        text(r#"{"at": "in 1 hour", "message": "Time to stretch!"}"#),
         text("Done: I'll remind you in an hour."),
     ]);
     env.alice.say(&room, "Remind me in an hour to stretch").await;
     env.wait_turns(&room, 1).await;
     assert_eq!(final_bodies(&env, &room).await, ["Done: I'll remind you in an hour."]);
-    assert!(
-        last_user(&env.llm.requests()[1]).contains("no schedule call succeeded"),
-        "{:?}",
-        last_user(&env.llm.requests()[1])
-    );
+    let requests = env.llm.requests();
+    let fill = &requests[1];
+    assert_eq!(fill["response_format"]["json_schema"]["name"], "schedule", "{fill}");
+    assert_eq!(fill["response_format"]["json_schema"]["schema"]["required"], json!(["at", "message"]));
+    assert!(fill.get("tools").is_none() && fill["stream"] == false, "{fill}");
+    assert!(last_user(fill).contains("Write the arguments of the schedule call"), "{}", last_user(fill));
+    // The model then sees the call made, with its result, not its promise.
+    let result = crate::support::llm::last_tool_result(&requests[2]).expect("the call's result");
+    assert!(result.get("error").is_none(), "{result}");
     let store = env.store().await;
     let made = store.active_schedules(None, Some(&crate::support::room_id(&room))).await.expect("schedules");
     assert_eq!(made.len(), 1, "the reminder exists");
-    // A model that keeps saying it did: the member reads one honest sentence, never the claim.
-    env.llm.script([text("Reminder set!"), text("Your reminder is set."), text("Reminder: all set.")]);
+    assert!(made[0].body.contains("Time to stretch!"), "{:?}", made[0].body);
+    // A model that gives no arguments and keeps saying it did: asked once a turn, then
+    // told twice in words; the member reads one honest sentence, never the claim.
+    env.llm.script([
+        text("Reminder set!"),
+        text("I have set it."),
+        text("Your reminder is set."),
+        text("Reminder: all set."),
+    ]);
     env.alice.say(&room, "Remind me tomorrow at 9 to call mum").await;
     env.wait_turns(&room, 2).await;
     let bodies = final_bodies(&env, &room).await;
@@ -208,8 +220,30 @@ async fn a_promise_no_tool_kept_goes_back_to_the_model_then_is_kept_or_told_hone
         shown.iter().all(|b| !b.contains("Reminder set") && !b.contains("is set") && !b.contains("all set")),
         "{shown:#?}"
     );
+    let asked_for_arguments = || env.llm.requests().iter().filter(|r| r.get("response_format").is_some()).count();
+    assert_eq!(asked_for_arguments(), 2, "once a turn");
+    // An endpoint that refuses structured output is not asked for it again: the model is
+    // told in words.
+    env.llm.script([
+        text("Poll created!"),
+        Step::Status(400),
+        call("rich_poll", json!({"question": "Tea or coffee?", "answers": ["Tea", "Coffee"]})),
+        text("There it is."),
+    ]);
+    env.alice.say(&room, "Make a poll: tea or coffee?").await;
+    env.wait_turns(&room, 3).await;
+    env.llm.script([
+        text("Poll created!"),
+        call("rich_poll", json!({"question": "Tea or cocoa?", "answers": ["Tea", "Cocoa"]})),
+        text("Here."),
+    ]);
+    env.alice.say(&room, "Make a poll: tea or cocoa?").await;
+    env.wait_turns(&room, 4).await;
+    assert_eq!(asked_for_arguments(), 3, "refused once, then never asked");
+    assert_eq!(final_bodies(&env, &room).await.last().map(String::as_str), Some("Here."));
     let metrics = env.metrics().await;
-    assert!(metrics.lines().any(|l| l == "richbot_answer_corrections_total 3"), "{metrics}");
+    assert!(metrics.lines().any(|l| l == "richbot_answer_corrections_total 4"), "{metrics}");
+    assert!(metrics.lines().any(|l| l == "richbot_llm_filled_calls_total 1"), "{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,6 +29,7 @@ mod e2e_model_output;
 mod e2e_models;
 mod e2e_pictures;
 mod e2e_polls;
+mod e2e_qwen;
 mod e2e_rooms;
 mod e2e_schedules;
 mod e2e_safety;

