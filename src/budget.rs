@@ -135,7 +135,7 @@ fn request_chars(messages: &[Message], tools: &[ToolSpec]) -> usize {
 
 impl<L: Complete + Sync> Complete for Metered<'_, L> {
     async fn complete(&self, messages: &[Message], tools: &[ToolSpec], live: &LiveText) -> Result<Reply, agent::Error> {
-        let answered = self.metered(request_chars(messages, tools), async {
+        let answered = self.metered(request_chars(messages, tools), || async {
             self.llm.complete(messages, tools, live).await.map(Some)
         });
         Ok(answered.await?.unwrap_or_default())
@@ -143,17 +143,19 @@ impl<L: Complete + Sync> Complete for Metered<'_, L> {
 
     async fn fill(&self, messages: &[Message], fill: &agent::Fill) -> Result<Option<Reply>, agent::Error> {
         let chars = request_chars(messages, &[]) + fill.ask.len() + fill.schema.to_string().len();
-        self.metered(chars, self.llm.fill(messages, fill)).await
+        self.metered(chars, || self.llm.fill(messages, fill)).await
     }
 }
 
 impl<L> Metered<'_, L> {
     /// `call`, a request of `chars` characters, made only if the budgets allow its
-    /// estimate, and settled at what it cost (nothing when it was not made: `None`).
-    async fn metered(
+    /// estimate, and settled at what it cost (nothing when it was not made: `None`). The
+    /// call's future is made once the reservation is (a model call's future is large in a
+    /// debug build; held beside the reservation's, it would grow every turn's stack).
+    async fn metered<F: std::future::Future<Output = Result<Option<Reply>, agent::Error>>>(
         &self,
         chars: usize,
-        call: impl std::future::Future<Output = Result<Option<Reply>, agent::Error>>,
+        call: impl FnOnce() -> F,
     ) -> Result<Option<Reply>, agent::Error> {
         let prompt = (chars / 4) as u64;
         let estimate = prompt + u64::from(self.budget.max_tokens);
@@ -164,7 +166,7 @@ impl<L> Metered<'_, L> {
             Ok(Err(spent)) => return Err(self.stop(Stop::Spent(spent))),
             Err(e) => return Err(self.stop(Stop::Store(e))),
         };
-        let result = call.await;
+        let result = call().await;
         let reported = result.as_ref().ok().and_then(Option::as_ref).map(|r| r.usage).unwrap_or_default();
         let used = match &result {
             Ok(Some(reply)) if reply.usage.prompt + reply.usage.completion > 0 => self.budget.cost(reply.usage),

@@ -211,7 +211,8 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
         );
         match result {
             Ok(reply) => {
-                let mut reply = self.kept(round, reply, messages, tools).await?;
+                // Boxed: asking for a call's arguments is rare, and its future large.
+                let mut reply = Box::pin(self.kept(round, reply, messages, tools)).await?;
                 let text = serde_json::to_string(&reply).map_err(|e| agent::Error::Suspended(e.to_string()))?;
                 self.store
                     .record_reply(self.turn, round, &text)
