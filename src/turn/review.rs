@@ -8,7 +8,8 @@
 //!   model is told to answer in words;
 //! - a promise no tool kept (`promises`): the model is told which tool keeps it;
 //! - a tool's result copied into the answer (small models repeat an error they got, and
-//!   then their own answer that did): the model is told it is for it, not the member.
+//!   then their own answer that did), or made up in its shape (`{"event_id": "null"}`):
+//!   the model is told it is for it, not the member.
 //!
 //! Each goes back to the model as a correction, within the turn's rounds, at most
 //! [`CORRECTIONS`] times a turn; after that the member reads one honest sentence instead.
@@ -110,7 +111,45 @@ fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
         .next()
         .and_then(Result::ok)
         .is_some_and(|v| v.get("error").is_some() && (v.get("code").is_some() || v.get("path").is_some()));
-    copied || error
+    copied || error || imitates_a_result(answer)
+}
+
+/// Keys of what richbot's tools return: their results and their errors.
+const RESULT_KEYS: [&str; 15] = [
+    "event_id",
+    "posted",
+    "shown_by",
+    "edited",
+    "waited_ms",
+    "poll",
+    "result",
+    "id",
+    "next_times",
+    "schedules",
+    "cancelled",
+    "error",
+    "code",
+    "path",
+    "status",
+];
+
+/// Whether `answer` is nothing but a tool's result made up in its shape (alone or in a
+/// fence): a small model told a call failed answers `{"event_id": "null", "next_times":
+/// []}` (Qwen2.5-Coder-1.5B, the benchmark), and then copies it into every later answer.
+/// A JSON object of result keys only, at least one of them a result's own (`event_id`,
+/// `next_times`, `error`).
+fn imitates_a_result(answer: &str) -> bool {
+    let trimmed = answer.trim();
+    let inner = trimmed
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+        .map_or(trimmed, |fenced| fenced.trim_start_matches(|c: char| c.is_ascii_alphabetic()).trim());
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(inner) else {
+        return false;
+    };
+    !fields.is_empty()
+        && fields.keys().all(|k| RESULT_KEYS.contains(&k.as_str()))
+        && ["event_id", "next_times", "error"].iter().any(|k| fields.contains_key(*k))
 }
 
 /// Whether a message was posted in this turn (a tool result with its event id).
@@ -253,8 +292,20 @@ mod tests {
             fresh.judge(&reply("That gave an error, sorry."), &turn, &tools()),
             Verdict::Show("That gave an error, sorry.".into())
         );
-        let json = "```json\n{\"error\": null}\n```";
+        let json = "```json\n{\"error\": null, \"note\": 1}\n```";
         assert_eq!(fresh.judge(&reply(json), &turn[..1], &tools()), Verdict::Show(json.into()));
+        // A result made up in its shape, fenced or not (after a failed call).
+        let fresh = Review::default();
+        for made_up in ["```\n{\n  \"event_id\": \"null\",\n  \"next_times\": []\n}\n```", r#"{"event_id": "$x"}"#] {
+            assert_eq!(
+                fresh.judge(&reply(made_up), &turn[..1], &tools()),
+                Verdict::Correct(strings::CORRECT_TOOL_RESULT.into()),
+                "{made_up}"
+            );
+        }
+        // JSON a member asked for is not a result.
+        let config = "```json\n{\"id\": 7, \"name\": \"x\"}\n```";
+        assert_eq!(Review::default().judge(&reply(config), &turn[..1], &tools()), Verdict::Show(config.into()));
     }
 
     #[test]
