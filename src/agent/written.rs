@@ -272,8 +272,8 @@ fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec], text: &str) -> Option<Vec<
         // such tool") the model's to act on.
         let named =
             named_call(item).filter(|(name, _)| tools.iter().any(|t| t.name == *name) || plainly_a_call(c, item));
-        if let Some(call) = named {
-            out.push(call);
+        if let Some((name, arguments)) = named {
+            out.push((name.clone(), payload_wrapped(&name, arguments)));
         } else if let Some(call) = bare_arguments(item, tools)
             && (c.alone || rich_message(item) || mentioned(text, &c.span, &call.0))
         {
@@ -320,6 +320,26 @@ fn bare_payload(item: &Value) -> bool {
         o.get("blocks").and_then(Value::as_array).is_some_and(|b| b.iter().all(|b| b.get("type").is_some()))
             && o.keys().all(|k| k == "v" || k == "blocks")
     })
+}
+
+/// A rich message's arguments with its payload written in place of them (`{"name":
+/// "rich_send", "arguments": {"v": 1, "blocks": […]}}`, as Qwen2.5-Coder wrote a table in
+/// the benchmark) put under `payload`, beside the arguments that are `rich_send`'s own.
+/// Anything else as written.
+fn payload_wrapped(name: &str, arguments: Value) -> Value {
+    let Value::Object(mut fields) = arguments else { return arguments };
+    let inline = fields.get("blocks").is_some_and(Value::is_array) && !fields.contains_key("payload");
+    if !inline || !matches!(name, RICH_SEND | "rich_edit") {
+        return Value::Object(fields);
+    }
+    let mut payload = Map::new();
+    for key in ["v", "blocks"] {
+        if let Some(v) = fields.remove(key) {
+            payload.insert(key.to_owned(), v);
+        }
+    }
+    fields.insert("payload".to_owned(), Value::Object(payload));
+    Value::Object(fields)
 }
 
 /// Whether `item` is a rich message's arguments (`{"payload": {"blocks": …}, …}`): bare

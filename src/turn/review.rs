@@ -66,6 +66,8 @@ impl Review {
             Some((strings::CORRECT_EMPTY.to_owned(), strings::COULD_NOT_ANSWER))
         } else if copies_a_result(&text, messages) {
             Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
+        } else if sends_the_member_to_a_tool(&text, tools) {
+            Some((strings::CORRECT_MEMBER_CANNOT_CALL.to_owned(), strings::COULD_NOT_ANSWER))
         } else {
             promises::unkept(&text, asked(messages), messages, tools).map(|broken| {
                 (strings::correct_promise(broken.what, broken.tool, broken.asked), strings::PROMISE_NOT_KEPT)
@@ -102,7 +104,8 @@ impl Review {
 fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
     let copied = messages.iter().any(|m| match m {
         Message::Tool { content, .. } => {
-            content.len() >= 24 && content.starts_with('{') && answer.contains(content.as_str())
+            (content.len() >= 24 && content.starts_with('{') && answer.contains(content.as_str()))
+                || error_of(content).is_some_and(|e| e.len() >= 20 && answer.contains(e.as_str()))
         }
         _ => false,
     });
@@ -112,6 +115,27 @@ fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
         .and_then(Result::ok)
         .is_some_and(|v| v.get("error").is_some() && (v.get("code").is_some() || v.get("path").is_some()));
     copied || error || imitates_a_result(answer)
+}
+
+/// The error message of a tool result, if it is an error.
+fn error_of(content: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(content).ok()?;
+    v.get("error")?.as_str().map(str::to_owned)
+}
+
+/// Whether `answer` tells the member to use one of the model's own tools or blocks as a
+/// function ("To determine the current weather in Porto, please use the `weather`
+/// function.", Qwen2.5-Coder-1.5B): a member calls none; the model does, or answers.
+/// Advice about other functions ("use the sorted function") is an answer.
+fn sends_the_member_to_a_tool(answer: &str, tools: &[ToolSpec]) -> bool {
+    static SENDS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(use|call|invoke|run)\s+(the\s+)?`?([a-z_]+)`?\s+(function|tool)\b")
+            .expect("a valid regex")
+    });
+    SENDS.captures_iter(answer).any(|c| {
+        let name = c[3].to_lowercase();
+        tools.iter().any(|t| t.name == name) || crate::blocks::spec(&name).is_some()
+    })
 }
 
 /// Keys of what richbot's tools return: their results and their errors.
@@ -306,6 +330,37 @@ mod tests {
         // JSON a member asked for is not a result.
         let config = "```json\n{\"id\": 7, \"name\": \"x\"}\n```";
         assert_eq!(Review::default().judge(&reply(config), &turn[..1], &tools()), Verdict::Show(config.into()));
+    }
+
+    #[test]
+    fn an_error_retold_in_words_or_a_member_sent_to_a_tool_goes_back_to_the_model() {
+        let error = r#"{"error":"unknown argument \"blocks\" (allowed: payload, fallback, reply_to, thread, room)","code":"invalid_arguments","path":"blocks"}"#;
+        let turn = [
+            Message::User("@alice:x: Compare Python, Rust and Go in a table.".into()),
+            Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+            Message::Tool { call_id: "c".into(), content: error.into() },
+        ];
+        let retold = reply("Error: unknown argument \"blocks\" (allowed: payload, fallback, reply_to, thread, room)");
+        assert_eq!(
+            Review::default().judge(&retold, &turn, &tools()),
+            Verdict::Correct(strings::CORRECT_TOOL_RESULT.into())
+        );
+        for sent in [
+            "To determine the current weather in Porto, please use the `weather` function.",
+            "To create a chart of the monthly sales data, please use the chart tool.",
+        ] {
+            assert_eq!(
+                Review::default().judge(&reply(sent), &turn[..1], &tools()),
+                Verdict::Correct(strings::CORRECT_MEMBER_CANNOT_CALL.into()),
+                "{sent}"
+            );
+        }
+        // Advice about software is an answer.
+        let advice = reply("In Python, use the sorted function with a key.");
+        assert_eq!(
+            Review::default().judge(&advice, &turn[..1], &tools()),
+            Verdict::Show(advice.text.clone().unwrap_or_default())
+        );
     }
 
     #[test]

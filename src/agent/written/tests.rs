@@ -194,3 +194,19 @@ fn a_rich_messages_arguments_without_a_fallback_are_its_call() {
     assert_eq!(named[0].1["reply_to"], "$q");
     assert_eq!(rest, None);
 }
+
+#[test]
+fn a_payload_written_in_place_of_a_rich_messages_arguments_is_put_under_payload() {
+    // Qwen, asked for a table: rich_send's call with the payload as its arguments.
+    let text = "```json\n{\n  \"name\": \"rich_send\",\n  \"arguments\": {\n    \"v\": 1,\n    \"blocks\": [{\"type\": \"table\", \"columns\": [\"A\"], \"rows\": [[\"x\"]]}],\n    \"fallback\": \"x\"\n  }\n}\n```";
+    let (named, _) = calls(text);
+    assert_eq!(named.len(), 1, "{text}");
+    assert_eq!(named[0].1["payload"]["blocks"][0]["type"], "table");
+    assert_eq!(named[0].1["payload"]["v"], 1);
+    assert_eq!(named[0].1["fallback"], "x");
+    assert!(named[0].1.get("blocks").is_none(), "{}", named[0].1);
+    // A call with its payload in place is as written; so is another tool's `blocks`.
+    assert_eq!(calls(&format!("{{\"name\": \"rich_send\", \"arguments\": {ARGS}}}")).0[0].1, args());
+    let other = calls("{\"name\": \"schedule\", \"arguments\": {\"blocks\": [1], \"at\": \"in 1 minute\"}}");
+    assert_eq!(other.0[0].1["blocks"], serde_json::json!([1]));
+}
