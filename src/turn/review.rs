@@ -126,7 +126,8 @@ fn error_of(content: &str) -> Option<String> {
 /// Whether `answer` tells the member to use one of the model's own tools or blocks as a
 /// function ("To determine the current weather in Porto, please use the `weather`
 /// function.", Qwen2.5-Coder-1.5B): a member calls none; the model does, or answers.
-/// Advice about other functions ("use the sorted function") is an answer.
+/// Advice about other functions ("use the sorted function") is an answer, unless it
+/// pleads ("please use the recipe function").
 fn sends_the_member_to_a_tool(answer: &str, tools: &[ToolSpec]) -> bool {
     static SENDS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?i)\b(use|call|invoke|run)\s+(the\s+)?`?([a-z_]+)`?\s+(function|tool)\b")
@@ -134,7 +135,8 @@ fn sends_the_member_to_a_tool(answer: &str, tools: &[ToolSpec]) -> bool {
     });
     SENDS.captures_iter(answer).any(|c| {
         let name = c[3].to_lowercase();
-        tools.iter().any(|t| t.name == name) || crate::blocks::spec(&name).is_some()
+        let pleads = answer[..c.get(0).map_or(0, |m| m.start())].to_lowercase().trim_end().ends_with("please");
+        pleads || tools.iter().any(|t| t.name == name) || crate::blocks::spec(&name).is_some()
     })
 }
 
@@ -348,6 +350,7 @@ mod tests {
         for sent in [
             "To determine the current weather in Porto, please use the `weather` function.",
             "To create a chart of the monthly sales data, please use the chart tool.",
+            "To create a simple pancake recipe, please use the recipe function.",
         ] {
             assert_eq!(
                 Review::default().judge(&reply(sent), &turn[..1], &tools()),

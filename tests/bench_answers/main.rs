@@ -106,8 +106,9 @@ async fn ask(env: &Env, who: &User, room: &str, question: &str, n: usize) -> (f6
         {
             first = Some(started.elapsed().as_secs_f64());
         }
+        // A reminder's posting is a turn of its own, not an answer.
         let turns = store.turn_outcomes(&room_id(room)).await.expect("turns");
-        if turns.len() > n {
+        if turns.iter().filter(|t| t.0 != "scheduled").count() > n {
             break;
         }
         assert!(Instant::now() < deadline, "the turn of {question:?} never ended");
