@@ -163,9 +163,14 @@ const RESULT_KEYS: [&str; 15] = [
 /// fence): a small model told a call failed answers `{"event_id": "null", "next_times":
 /// []}` (Qwen2.5-Coder-1.5B, the benchmark), and then copies it into every later answer.
 /// A JSON object of result keys only, at least one of them a result's own (`event_id`,
-/// `next_times`, `error`).
+/// `next_times`, `error`); or anything in a template's `<tool_response>` tags.
 fn imitates_a_result(answer: &str) -> bool {
     let trimmed = answer.trim();
+    // The tags a chat template wraps tool results in (Qwen's, Hermes'), written by the
+    // model: it plays the tool ("<tool_response>Try again with …</tool_response>").
+    if trimmed.contains("<tool_response>") || trimmed.contains("</tool_response>") {
+        return true;
+    }
     let inner = trimmed
         .strip_prefix("```")
         .and_then(|rest| rest.strip_suffix("```"))
@@ -229,155 +234,4 @@ pub(super) fn asked(messages: &[Message]) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agent::ToolCall;
-    use serde_json::json;
-
-    fn reply(text: &str) -> Reply {
-        Reply { text: Some(text.to_owned()), ..Reply::default() }
-    }
-
-    fn tools() -> Vec<ToolSpec> {
-        vec![ToolSpec { name: "schedule".into(), description: String::new(), parameters: json!({}) }]
-    }
-
-    #[test]
-    fn a_clean_answer_is_shown_cleaned_and_a_call_replys_text_is_never_judged() {
-        let review = Review::default();
-        let asked = [Message::User("@alice:x: hello".into())];
-        assert_eq!(review.judge(&reply("Hi!\n[event_id: $x]"), &asked, &tools()), Verdict::Show("Hi!".into()));
-        let calling = Reply { tool_calls: vec![ToolCall::new("c", "schedule", "{}")], ..reply("Reminder set!") };
-        assert_eq!(review.judge(&calling, &asked, &tools()), Verdict::Show("Reminder set!".into()));
-        assert_eq!(review.judge(&Reply::default(), &asked, &tools()), Verdict::Show(String::new()), "no text");
-    }
-
-    #[test]
-    fn after_a_posted_message_no_reply_in_any_form_is_nothing_to_post() {
-        let review = Review::default();
-        let turn = [
-            Message::User("@alice:x: A table of the planets".into()),
-            Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
-            Message::Tool { call_id: "c".into(), content: json!({"event_id": "$t"}).to_string() },
-        ];
-        for answer in ["No reply.", "no reply", "To end your turn, type exactly [no reply].", "[No reply]"] {
-            assert_eq!(
-                review.judge(&reply(answer), &turn, &tools()),
-                Verdict::Show(strings::NO_REPLY.into()),
-                "{answer}"
-            );
-        }
-        let explained = "This tool response indicates that the message was successfully posted. The `event_id` is \
-                         a unique identifier for the event.";
-        assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
-        let explained = "The tool response means your message is in the room.";
-        assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
-        let toolbox = reply("A hammer is the tool responsible for most of it.");
-        assert_eq!(review.judge(&toolbox, &turn, &tools()), Verdict::Show(toolbox.text.clone().unwrap_or_default()));
-        // Before anything was posted, "No reply." may be the answer ("Did Bob write back?").
-        assert_eq!(review.judge(&reply("No reply."), &turn[..1], &tools()), Verdict::Show("No reply.".into()));
-    }
-
-    #[test]
-    fn the_note_before_the_question_asks_for_nothing() {
-        let review = Review::default();
-        let noted = "[Now: 2026-12-06T18:05Z. Ids for tools: members' $a (\"Remind me in 1 minute to str…\").]\n\
-                     @alice:x: Thanks! What's a good stretch for the back?";
-        let asked = [Message::User(noted.into())];
-        let answer = reply("Lie on your back and pull one knee to your chest.");
-        assert_eq!(review.judge(&answer, &asked, &tools()), Verdict::Show(answer.text.clone().unwrap_or_default()));
-        let asking =
-            [Message::User(noted.replace("Thanks! What's a good stretch", "Remind me in 2 minutes to stretch"))];
-        assert!(
-            matches!(review.judge(&answer, &asking, &tools()), Verdict::Correct(_)),
-            "the question itself still asks"
-        );
-    }
-
-    #[test]
-    fn a_copied_tool_result_is_never_shown() {
-        let review = Review::default();
-        let error = r#"{"error":"unknown argument \"buttons\" (allowed: payload, fallback)","code":"invalid_arguments","path":"buttons"}"#;
-        let turn = [
-            Message::User("@alice:x: Compare Python and Rust in a table.".into()),
-            Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
-            Message::Tool { call_id: "c".into(), content: error.into() },
-        ];
-        for answer in [error.to_owned(), format!("Here you go: {error}")] {
-            assert_eq!(
-                review.judge(&reply(&answer), &turn, &tools()),
-                Verdict::Correct(strings::CORRECT_TOOL_RESULT.into())
-            );
-        }
-        // One copied from an earlier answer (not in this turn's results) too.
-        let fresh = Review::default();
-        let earlier = r#"{"error":"unknown argument \"series\"","code":"invalid_arguments","path":"series"}"#;
-        assert!(matches!(fresh.judge(&reply(earlier), &turn[..1], &tools()), Verdict::Correct(_)));
-        // Prose about an error is prose; so is JSON that is no result of ours.
-        assert_eq!(
-            fresh.judge(&reply("That gave an error, sorry."), &turn, &tools()),
-            Verdict::Show("That gave an error, sorry.".into())
-        );
-        let json = "```json\n{\"error\": null, \"note\": 1}\n```";
-        assert_eq!(fresh.judge(&reply(json), &turn[..1], &tools()), Verdict::Show(json.into()));
-        // A result made up in its shape, fenced or not (after a failed call).
-        let fresh = Review::default();
-        for made_up in ["```\n{\n  \"event_id\": \"null\",\n  \"next_times\": []\n}\n```", r#"{"event_id": "$x"}"#] {
-            assert_eq!(
-                fresh.judge(&reply(made_up), &turn[..1], &tools()),
-                Verdict::Correct(strings::CORRECT_TOOL_RESULT.into()),
-                "{made_up}"
-            );
-        }
-        // JSON a member asked for is not a result.
-        let config = "```json\n{\"id\": 7, \"name\": \"x\"}\n```";
-        assert_eq!(Review::default().judge(&reply(config), &turn[..1], &tools()), Verdict::Show(config.into()));
-    }
-
-    #[test]
-    fn an_error_retold_in_words_or_a_member_sent_to_a_tool_goes_back_to_the_model() {
-        let error = r#"{"error":"unknown argument \"blocks\" (allowed: payload, fallback, reply_to, thread, room)","code":"invalid_arguments","path":"blocks"}"#;
-        let turn = [
-            Message::User("@alice:x: Compare Python, Rust and Go in a table.".into()),
-            Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
-            Message::Tool { call_id: "c".into(), content: error.into() },
-        ];
-        let retold = reply("Error: unknown argument \"blocks\" (allowed: payload, fallback, reply_to, thread, room)");
-        assert_eq!(
-            Review::default().judge(&retold, &turn, &tools()),
-            Verdict::Correct(strings::CORRECT_TOOL_RESULT.into())
-        );
-        for sent in [
-            "To determine the current weather in Porto, please use the `weather` function.",
-            "To create a chart of the monthly sales data, please use the chart tool.",
-            "To create a simple pancake recipe, please use the recipe function.",
-        ] {
-            assert_eq!(
-                Review::default().judge(&reply(sent), &turn[..1], &tools()),
-                Verdict::Correct(strings::CORRECT_MEMBER_CANNOT_CALL.into()),
-                "{sent}"
-            );
-        }
-        // Advice about software is an answer.
-        let advice = reply("In Python, use the sorted function with a key.");
-        assert_eq!(
-            Review::default().judge(&advice, &turn[..1], &tools()),
-            Verdict::Show(advice.text.clone().unwrap_or_default())
-        );
-    }
-
-    #[test]
-    fn unreadable_calls_empty_answers_and_broken_promises_are_corrected_twice_then_replaced() {
-        let review = Review::default();
-        let asked = [Message::User("@alice:x: Remind me in 2 minutes to stretch".into())];
-        let unreadable = Reply { unreadable_text: true, ..reply("```json\n{\"name\": \"schedule\"") };
-        assert_eq!(review.judge(&unreadable, &asked, &tools()), Verdict::Correct(strings::CORRECT_WRITTEN_CALL.into()));
-        let empty = reply("[Now: 2026-12-06T10:00Z. Asked by: @alice:x.]");
-        assert_eq!(review.judge(&empty, &asked, &tools()), Verdict::Correct(strings::CORRECT_EMPTY.into()));
-        let promise = reply("Reminder: Stretch in 2 minutes.");
-        assert_eq!(review.judge(&promise, &asked, &tools()), Verdict::Replace(strings::PROMISE_NOT_KEPT.into()));
-        let fresh = Review::default();
-        let Verdict::Correct(told) = fresh.judge(&promise, &asked, &tools()) else { panic!("corrected") };
-        assert!(told.contains("schedule"), "{told}");
-    }
-}
+mod tests;
