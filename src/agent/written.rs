@@ -122,8 +122,15 @@ fn candidates<'a>(text: &'a str, tools: &'a [ToolSpec]) -> Vec<Candidate<'a>> {
         at = close + 3;
     }
     // Tags: <tool_call>…</tool_call>, <tools>…</tools>, <function_call>…, <TOOL>…</TOOL>.
-    let mut tags: Vec<(&str, Option<&str>)> =
-        vec![("tool_call", None), ("tools", None), ("function_call", None), ("functioncall", None)];
+    // `<tool_response>` too: a model playing the tool writes its rich message in the tags
+    // its template puts results in (Qwen2.5-Coder-1.5B, the benchmark).
+    let mut tags: Vec<(&str, Option<&str>)> = vec![
+        ("tool_call", None),
+        ("tools", None),
+        ("tool_response", None),
+        ("function_call", None),
+        ("functioncall", None),
+    ];
     tags.extend(tools.iter().map(|t| (t.name.as_str(), Some(t.name.as_str()))));
     for (tag, tagged) in tags {
         let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
@@ -136,7 +143,7 @@ fn candidates<'a>(text: &'a str, tools: &'a [ToolSpec]) -> Vec<Candidate<'a>> {
                 None => (text.len(), text.len()),
             };
             if !out.iter().any(|c: &Candidate<'_>| c.span.contains(&start)) {
-                let wrapped = matches!(tag, "tool_call" | "tools");
+                let wrapped = matches!(tag, "tool_call" | "tools" | "tool_response");
                 out.push(Candidate {
                     span: start..end,
                     body: &text[body_start..body_end],
@@ -221,7 +228,8 @@ fn inline_calls(text: &str) -> Vec<Candidate<'_>> {
     out
 }
 
-/// The JSON in `body`, as written or with the doubled braces of a template undone.
+/// The JSON in `body`, as written, with the doubled braces of a template undone, or with
+/// its quotes unescaped.
 fn json(body: &str) -> Option<Value> {
     let body = body.trim();
     if body.is_empty() {
@@ -232,6 +240,10 @@ fn json(body: &str) -> Option<Value> {
     }
     let undoubled = body.replace("{{", "{").replace("}}", "}");
     if let Ok(v) = serde_json::from_str::<Value>(&undoubled) {
+        return Some(v);
+    }
+    // Quotes escaped as if inside a string (`{\"payload\": …}`), some or all of them.
+    if let Ok(v) = serde_json::from_str::<Value>(&body.replace("\\\"", "\"")) {
         return Some(v);
     }
     // Several objects one after another (one per line, as some models list calls).

@@ -210,3 +210,16 @@ fn a_payload_written_in_place_of_a_rich_messages_arguments_is_put_under_payload(
     let other = calls("{\"name\": \"schedule\", \"arguments\": {\"blocks\": [1], \"at\": \"in 1 minute\"}}");
     assert_eq!(other.0[0].1["blocks"], serde_json::json!([1]));
 }
+
+#[test]
+fn a_rich_message_in_tool_response_tags_with_escaped_quotes_is_its_call() {
+    // Qwen, after playing the tool once, wrote its table so.
+    let text = r#"<tool_response>{\"payload\": {\"v\": 1, \"blocks\": [{\"type\": \"table\", \"columns\": [\"Language\"], \"rows\": [["Python"]]}]}, \"fallback\": \"Python\"}</tool_response>"#;
+    let (named, rest) = calls(text);
+    assert_eq!(named.len(), 1, "{text}");
+    assert_eq!(named[0].0, "rich_send");
+    assert_eq!(named[0].1["payload"]["blocks"][0]["rows"][0][0], "Python");
+    assert_eq!(rest, None);
+    // Prose in the tags is no call (the review keeps it from the member).
+    assert_eq!(read("<tool_response>Try again with the temperature.</tool_response>", &tools(), 1), Read::Prose);
+}
