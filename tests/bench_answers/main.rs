@@ -122,7 +122,7 @@ async fn ask(env: &Env, who: &User, room: &str, question: &str, n: usize) -> (f6
 async fn main() {
     let seed: u64 = std::env::var("BENCH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     let steady = std::env::var("BENCH_SAMPLING").is_ok_and(|s| s == "steady");
-    let llama = qwen::start(if steady { Sampling::Steady } else { Sampling::Recommended }, seed).await;
+    let llama = qwen::start(if steady { Sampling::Steady } else { Sampling::Recommended }, seed, 2).await;
     let lines = "idle_timeout_secs = 240\nmax_tokens = 1024\nstream = true\n".to_owned();
     let llm = Some((llama.base_url.clone(), QWEN.to_owned(), lines));
     let env = Env::start_with(Options { llm, llm_timeout_secs: 300, ..Default::default() }).await;

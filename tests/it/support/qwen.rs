@@ -31,9 +31,11 @@ fn install() {
     });
 }
 
-/// llama-server with Qwen and its own chat template (`--jinja`), two threads, a context
-/// of 16k, one slot.
-pub async fn start(sampling: Sampling, seed: u64) -> LlamaServer {
+/// llama-server with Qwen and its own chat template (`--jinja`), a context of 16k, one
+/// slot, on `threads` threads: two for the benchmark (the machine to itself), one for the
+/// test lane (beside the rest of the suite, where two threads that wait on each other
+/// slowed a cold prompt past five minutes).
+pub async fn start(sampling: Sampling, seed: u64, threads: u32) -> LlamaServer {
     tokio::task::spawn_blocking(install).await.expect("install");
     let dir = root().join("target/llama");
     let port = free_port();
@@ -46,7 +48,7 @@ pub async fn start(sampling: Sampling, seed: u64) -> LlamaServer {
     let child = Command::new(dir.join("venv/bin/llama-server-vulkan"))
         .args(["-m", root().join("target/qwen/qwen.gguf").to_str().expect("utf8")])
         .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--jinja"])
-        .args(["-t", "2", "-c", "16384", "-np", "1", "--seed", &seed.to_string(), "--alias", QWEN])
+        .args(["-t", &threads.to_string(), "-c", "16384", "-np", "1", "--seed", &seed.to_string(), "--alias", QWEN])
         .args(sampling)
         .args(std::env::var_os("LLAMA_VERBOSE").map(|_| "-v"))
         .args(std::env::var("LLAMA_ARGS").unwrap_or_default().split_whitespace())
