@@ -8,13 +8,15 @@
 //! answer that promised is not shown (the call's result decides what is true).
 //!
 //! Only for tools whose arguments a model can fill in from the member's words: a
-//! reminder (`schedule`) and a poll (`rich_poll`). A claim the member did not ask for is
-//! not acted on; `review` sends it back as before. A model that cannot be asked so, or
-//! gives nothing, leaves the answer to `review`.
+//! reminder (`schedule`) and a poll (`rich_poll`); and only when the member asked for one
+//! (whatever the answer says: a promise, a question back, or a decline of what its own
+//! tool does). A claim the member did not ask for is not acted on; `review` sends it back
+//! as before. A model that cannot be asked so, or gives nothing, leaves the answer to
+//! `review`. What it fills in still goes through the tool's checks: a reminder past the
+//! horizon is refused there, and the model told why.
 
 use serde_json::{Value, json};
 
-use super::context::clean_answer;
 use super::promises;
 use crate::agent::{Fill, Message, Reply, ToolCall, ToolSpec};
 use crate::strings;
@@ -24,19 +26,15 @@ use crate::tools::POLL_ANSWERS as ANSWERS;
 pub const ID_PREFIX: &str = "filled_";
 
 /// What to ask for when `reply` (without calls) answers a member who asked for what only
-/// a tool does and no call of it succeeded in this turn (`messages`): that tool's
-/// arguments.
+/// a tool does and no call of it succeeded in this turn (`messages`), whatever the answer
+/// says (it promises, asks back, or declines what its tool does): that tool's arguments.
 pub fn fill_for(reply: &Reply, messages: &[Message], tools: &[ToolSpec]) -> Option<Fill> {
     if !reply.tool_calls.is_empty() || reply.unreadable_text {
         return None;
     }
-    let answer = clean_answer(reply.text.as_deref().unwrap_or_default());
-    let broken = promises::unkept(&answer, super::review::asked(messages), messages, tools)?;
-    if !broken.asked {
-        return None;
-    }
-    let (schema, fields) = fillable(broken.tool)?;
-    Some(Fill { tool: broken.tool.to_owned(), schema, ask: strings::fill_call(broken.tool, fields) })
+    let tool = promises::requested(super::review::asked(messages), messages, tools)?;
+    let (schema, fields) = fillable(tool)?;
+    Some(Fill { tool: tool.to_owned(), schema, ask: strings::fill_call(tool, fields) })
 }
 
 /// The schema a call of `tool` is filled in to, and its fields as the model is told them
@@ -109,8 +107,8 @@ mod tests {
     #[test]
     fn nothing_is_filled_in_unless_the_member_asked_and_nothing_did_it() {
         let asked = [Message::User("@alice:x: Remind me in 2 minutes to stretch".into())];
-        // It says it cannot: honest.
-        assert_eq!(fill_for(&answer("Sorry, I can't set reminders."), &asked, &tools()), None);
+        // It declines what its tool does (Qwen, after two failed calls): filled in too.
+        assert!(fill_for(&answer("I'm sorry, but I can't assist with that."), &asked, &tools()).is_some());
         // It called (natively or written): the call is run.
         let calling = Reply { tool_calls: vec![ToolCall::new("c", "schedule", "{}")], ..answer("Done") };
         assert_eq!(fill_for(&calling, &asked, &tools()), None);

@@ -103,6 +103,19 @@ pub fn unkept(answer: &str, asked: &str, conversation: &[Message], tools: &[Tool
     })
 }
 
+/// The tool the member's words `asked` ask for (a reminder, a poll, a cancelled
+/// schedule), when it is offered and no call of it succeeded in `conversation`: whatever
+/// the answer says, declines included (a small model declines what its tools do: "I'm
+/// sorry, but I can't assist with that.", Qwen2.5-Coder-1.5B after two failed calls).
+pub fn requested(asked: &str, conversation: &[Message], tools: &[ToolSpec]) -> Option<&'static str> {
+    let succeeded = succeeded(conversation);
+    KINDS
+        .iter()
+        .filter(|k| tools.iter().any(|t| t.name == k.tool) && !succeeded.contains(&k.tool))
+        .find(|k| k.asks.as_ref().is_some_and(|a| a.is_match(asked)))
+        .map(|k| k.tool)
+}
+
 /// The tools a call of which succeeded in `conversation` (a result without an error).
 fn succeeded(conversation: &[Message]) -> Vec<&str> {
     let mut names: HashMap<&str, &str> = HashMap::new();
