@@ -3,8 +3,9 @@
 //! It writes its tool calls as text, copies what its prompt shows, and says it did what
 //! it did not: what it says varies with the prompt (the time, the ids), so these tests
 //! hold richbot's guarantees, not the model's quality: a member never reads a call
-//! written out, an annotation or an empty message; a reminder asked for is set and
-//! fires; a written call is run as the call. One conversation, a few minutes on two
+//! written out, an annotation or an empty message; a reminder asked for is set (by the
+//! model's call, or filled in when it only promised or declined) and fires; a written
+//! call is run as the call. One conversation, a few minutes on two
 //! busy cores (a cold prompt of about 1,400 tokens takes 30-60 s there on two threads; the
 //! lane runs on one, beside the rest of the suite).
 
@@ -52,7 +53,7 @@ fn metric(metrics: &str, name: &str) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn qwen_sets_a_reminder_that_fires_answers_with_a_rich_message_and_a_follow_up_leaks_nothing() {
+async fn qwen_sets_a_reminder_that_fires_and_no_answer_shows_a_raw_call_an_annotation_or_nothing() {
     let llama = qwen::start(Sampling::Steady, 1, 1).await;
     let lines = "idle_timeout_secs = 240\nmax_tokens = 512\nstream = true\n".to_owned();
     let llm = Some((llama.base_url.clone(), QWEN.to_owned(), lines));
@@ -78,15 +79,17 @@ async fn qwen_sets_a_reminder_that_fires_answers_with_a_rich_message_and_a_follo
     let at = reminded.last().and_then(|e| e["origin_server_ts"].as_i64()).unwrap_or_default();
     assert!(at >= asked_at + 25_000, "posted at its time, not before: {} s", (at - asked_at) / 1000);
 
-    // A rich message: the model writes its call as text; richbot runs it.
+    // A chart of given numbers: whatever the model makes of it (in three runs here: a
+    // rich message from a call written as text, once; a garbled sentence, once; the
+    // benchmark measures which), nothing raw reaches the member, and a rich message the
+    // model's call (made or written) posted is what the member reads.
+    const POSTED: &str = "richbot_tool_calls_total{tool=\"rich_send\",result=\"ok\"}";
+    let before = metric(&env.metrics().await, POSTED);
     let (_, all, finals) = ask(&env, &room, "Chart these monthly sales: Jan 120, Feb 135, Mar 160, Apr 150.").await;
     assert_clean(&all, &llama.log);
-    let metrics = env.metrics().await;
-    assert!(
-        finals.iter().any(answers::rich),
-        "a rich message: {finals:#?}\n{metrics}\n(server log: {})",
-        llama.log.display()
-    );
+    assert!(!finals.is_empty(), "the member was answered");
+    let posted = metric(&env.metrics().await, POSTED) - before;
+    assert!(posted == 0 || finals.iter().any(answers::rich), "a posted rich message is read: {finals:#?}");
 
     // A follow-up: the model sees its earlier answers as clean text, with no ids to copy.
     let (_, all, finals) = ask(&env, &room, "Thanks! What did I ask you to remind me about?").await;
