@@ -69,7 +69,8 @@ fn read(all: &[Value], finals: &[Value], keyword: &str) -> Read {
         }
         r.pseudo_call |= answers::pseudo_call(body);
         r.annotation |= answers::annotation(body);
-        r.empty |= answers::empty(body);
+        // A poll's start has no body of its own (its text is in the poll's fields).
+        r.empty |= answers::empty(body) && !answers::rich(c);
     }
     let shown: Vec<&Value> = finals.iter().filter(|c| c["msgtype"] != "m.notice").collect();
     r.rich = shown.iter().any(|c| answers::rich(c));
