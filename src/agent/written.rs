@@ -20,7 +20,9 @@
 use serde_json::{Map, Value};
 
 use super::{Reply, ToolCall, ToolSpec};
+use lenient::{json, payload_wrapped};
 
+mod lenient;
 mod shown;
 pub use shown::shown_until;
 
@@ -228,37 +230,6 @@ fn inline_calls(text: &str) -> Vec<Candidate<'_>> {
     out
 }
 
-/// The JSON in `body`, as written, with the doubled braces of a template undone, or with
-/// its quotes unescaped.
-fn json(body: &str) -> Option<Value> {
-    let body = body.trim();
-    if body.is_empty() {
-        return None;
-    }
-    if let Ok(v) = serde_json::from_str::<Value>(body) {
-        return Some(v);
-    }
-    let undoubled = body.replace("{{", "{").replace("}}", "}");
-    if let Ok(v) = serde_json::from_str::<Value>(&undoubled) {
-        return Some(v);
-    }
-    // Quotes escaped as if inside a string (`{\"payload\": …}`), some or all of them.
-    if let Ok(v) = serde_json::from_str::<Value>(&body.replace("\\\"", "\"")) {
-        return Some(v);
-    }
-    // Several objects one after another (one per line, as some models list calls).
-    let many: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(body).into_iter::<Value>().collect();
-    if let Some(many) = many.ok().filter(|v| v.len() > 1) {
-        return Some(Value::Array(many));
-    }
-    // A doubled opening brace whose closing ones were not all doubled (`{{"name": …}}`
-    // with one brace too many, as Qwen copies its template): closed.
-    let open = undoubled.matches('{').count().saturating_sub(undoubled.matches('}').count());
-    (body.starts_with("{{") && (1..=2).contains(&open))
-        .then(|| serde_json::from_str::<Value>(&format!("{undoubled}{}", "}".repeat(open))).ok())
-        .flatten()
-}
-
 /// The calls a candidate holds: `None` when it is not JSON, an empty list when it is
 /// JSON that calls nothing offered.
 fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec], text: &str) -> Option<Vec<(String, Value)>> {
@@ -332,26 +303,6 @@ fn bare_payload(item: &Value) -> bool {
         o.get("blocks").and_then(Value::as_array).is_some_and(|b| b.iter().all(|b| b.get("type").is_some()))
             && o.keys().all(|k| k == "v" || k == "blocks")
     })
-}
-
-/// A rich message's arguments with its payload written in place of them (`{"name":
-/// "rich_send", "arguments": {"v": 1, "blocks": […]}}`, as Qwen2.5-Coder wrote a table in
-/// the benchmark) put under `payload`, beside the arguments that are `rich_send`'s own.
-/// Anything else as written.
-fn payload_wrapped(name: &str, arguments: Value) -> Value {
-    let Value::Object(mut fields) = arguments else { return arguments };
-    let inline = fields.get("blocks").is_some_and(Value::is_array) && !fields.contains_key("payload");
-    if !inline || !matches!(name, RICH_SEND | "rich_edit") {
-        return Value::Object(fields);
-    }
-    let mut payload = Map::new();
-    for key in ["v", "blocks"] {
-        if let Some(v) = fields.remove(key) {
-            payload.insert(key.to_owned(), v);
-        }
-    }
-    fields.insert("payload".to_owned(), Value::Object(payload));
-    Value::Object(fields)
 }
 
 /// Whether `item` is a rich message's arguments (`{"payload": {"blocks": …}, …}`): bare
