@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Channel, Client, Failure, parse};
 use crate::clock::now_ms;
-use crate::schedules::{self, ScheduleCall, When, plan_schedule};
+use crate::schedules::{self, CallTime, ScheduleCall, When, plan_schedule};
 use crate::store::{NewScheduleRow, Over, ScheduleRow};
 use crate::tools::SCHEDULE;
 
@@ -48,8 +48,9 @@ impl Channel {
             .collect();
         let now = now_ms();
         let (bounds, zone) = (self.schedules.bounds, self.schedules.timezone.unwrap_or(chrono_tz::UTC));
-        let planned =
-            schedules::off_workers(move || plan_schedule(SCHEDULE, &Value::Object(when_what), now, zone, &bounds));
+        let planned = schedules::off_workers(move || {
+            plan_schedule(SCHEDULE, &Value::Object(when_what), CallTime::now(now), zone, &bounds)
+        });
         let ScheduleCall::Create(new) = planned.await? else {
             return Err(Failure::internal("a schedule call that makes none"));
         };

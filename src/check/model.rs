@@ -54,11 +54,22 @@ async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm:
         thread: None,
         reply_to: None,
     };
+    let rich = [
+        tools::tool_specs(settings.config.bot.edit_interval_ms),
+        tools::poll_specs(),
+        crate::schedules::schedule_specs(),
+    ]
+    .concat();
+    let rich_count = rich.len();
+    let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
+    let offered = toolbox.offer(rich, who);
+    let specs = offered.specs();
     let situation = context::Situation {
         scope: &scope,
         display_name: &persona.display_name,
         system_prompt: &persona.system_prompt,
         tools_line: tools::prompt_line(),
+        gated: offered.gated(),
         polls: "",
         now_ms: crate::clock::now_ms(),
         zone: None,
@@ -68,23 +79,14 @@ async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm:
     };
     let mut messages = context::build(&situation, &[], &[], &context::Parts::new());
     messages.push(Message::User(QUESTION.to_owned()));
-    let rich = [
-        tools::tool_specs(settings.config.bot.edit_interval_ms),
-        tools::poll_specs(),
-        crate::schedules::schedule_specs(),
-    ]
-    .concat();
-    let rich_count = rich.len();
-    let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
-    let specs = toolbox.offer(rich, who).specs();
-    let offered = match specs.len() - rich_count {
+    let mcp = match specs.len() - rich_count {
         0 => String::new(),
         n => format!(", with {n} MCP tool(s)"),
     };
     let (live, _) = tokio::sync::watch::channel(String::new());
     let started = Instant::now();
     let answer = llm.complete(&messages, &specs, &live).await;
-    let took = format!("{:.1} s{offered}", started.elapsed().as_secs_f64());
+    let took = format!("{:.1} s{mcp}", started.elapsed().as_secs_f64());
     let (ok, warn, detail) = match answer {
         Err(agent::Error::Refused(status @ (400 | 422), message)) => {
             (false, false, format!("the endpoint refused the tool schema (HTTP {status}: {message})"))
@@ -121,7 +123,7 @@ async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm:
                 (true, true, format!("called {} instead of rich_send ({took})", called.join(", ")))
             }
             None => {
-                let with = if offered.is_empty() { String::new() } else { format!(" ({})", &offered[2..]) };
+                let with = if mcp.is_empty() { String::new() } else { format!(" ({})", &mcp[2..]) };
                 (true, true, format!("answered with text, no tool call{with}; richbot will post plain answers"))
             }
         },

@@ -7,6 +7,7 @@
 use chrono_tz::Tz;
 use serde_json::{Map, Value, json};
 
+use super::delay::CallTime;
 use super::when::{self, When};
 use super::{Bounds, HORIZON_MS};
 use crate::agent::ToolSpec;
@@ -108,8 +109,10 @@ pub fn schedule_specs() -> Vec<ToolSpec> {
                 json!({
                     "at": {"type": "string"},
                     "every": {"type": "string", "description": "e.g. FREQ=DAILY;BYHOUR=9"},
-                    "tz": {"type": "string", "description": "IANA zone; default the person's"},
-                    "start": {"type": "string", "description": "RFC 3339; default now"},
+                    // An IANA zone (the asker's by default) and an RFC 3339 start (now by
+                    // default): what a model would write anyway, so the prompt does not say it.
+                    "tz": {"type": "string"},
+                    "start": {"type": "string"},
                     "message": {},
                     "prompt": {"type": "string"},
                     "room": {"type": "string", "description": "as in rich_send"},
@@ -135,9 +138,15 @@ fn at(path: &str, error: impl Into<String>) -> ToolError {
     ToolError::at(InvalidArguments, path, error)
 }
 
-/// Checks a call of `name` made at `now`; `tz` is the asker's zone, for `every` without
+/// Checks a call of `name` made at `time`; `tz` is the asker's zone, for `every` without
 /// one.
-pub fn plan_schedule(name: &str, args: &Value, now: i64, tz: Tz, bounds: &Bounds) -> Result<ScheduleCall, ToolError> {
+pub fn plan_schedule(
+    name: &str,
+    args: &Value,
+    time: CallTime,
+    tz: Tz,
+    bounds: &Bounds,
+) -> Result<ScheduleCall, ToolError> {
     let empty = Map::new();
     let args = match args {
         Value::Object(map) => map,
@@ -166,11 +175,12 @@ pub fn plan_schedule(name: &str, args: &Value, now: i64, tz: Tz, bounds: &Bounds
             let id = given("id").and_then(args::integer).filter(|id| *id > 0);
             Ok(ScheduleCall::Cancel { id: id.ok_or_else(|| at("id", "id must be a schedule's id (a number)"))? })
         }
-        _ => create(args, now, tz, bounds).map(ScheduleCall::Create),
+        _ => create(args, time, tz, bounds).map(ScheduleCall::Create),
     }
 }
 
-fn create(args: &Map<String, Value>, now: i64, tz: Tz, bounds: &Bounds) -> Result<NewSchedule, ToolError> {
+fn create(args: &Map<String, Value>, time: CallTime, tz: Tz, bounds: &Bounds) -> Result<NewSchedule, ToolError> {
+    let now = time.now;
     let given = |k: &str| args.get(k).filter(|v| !v.is_null());
     let string = |k: &str| -> Result<Option<&str>, ToolError> {
         given(k).map(|v| v.as_str().ok_or_else(|| at(k, format!("{k} must be a string")))).transpose()
@@ -190,7 +200,7 @@ fn create(args: &Map<String, Value>, now: i64, tz: Tz, bounds: &Bounds) -> Resul
             // tz reads an at without an offset (small models give both); else the asker's.
             let zone = string("tz")?.map(when::zone).transpose().map_err(|e| at("tz", e))?.unwrap_or(tz);
             let t = match super::delay::millis(t) {
-                Some(delay) => now.saturating_add(delay),
+                Some(delay) => time.after(delay),
                 None => {
                     when::time_in(t, zone).map_err(|e| at("at", format!("{e}, or a delay such as \"in 2 minutes\"")))?
                 }

@@ -1,10 +1,36 @@
 //! A delay as a person (or a small model) writes it: "in 2 minutes", "1 hour 30 min",
 //! "+90s", "PT2M". A model asked to "remind me in 2 minutes" rarely computes an RFC 3339
 //! time from the turn's clock, and often gives the delay instead: `schedule`'s `at` takes
-//! either, and a delay counts from the call.
+//! either. A delay counts from the person's words ([`CallTime`]), not from the call: a slow
+//! model on a CPU makes it a minute later, and "in 2 minutes" means two minutes from when
+//! they said it.
 
 /// The longest delay read (past a schedule's one-year horizon, which refuses it clearly).
 const MOST: f64 = 400.0 * 86_400_000.0;
+
+/// When a schedule call is read: `now`, and when the person asked (`asked`, at most
+/// `now`), which a delay counts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallTime {
+    pub asked: i64,
+    pub now: i64,
+}
+
+/// How soon a delay fires that passed while the model answered.
+const PASSED_MS: i64 = 1_000;
+
+impl CallTime {
+    /// A call with no person's words behind it (another agent's request): from now.
+    pub fn now(now: i64) -> Self {
+        Self { asked: now, now }
+    }
+
+    /// The time `delay` ms after the person asked; one that passed while the model was
+    /// answering fires at once (a second from now), late rather than never.
+    pub fn after(self, delay: i64) -> i64 {
+        self.asked.min(self.now).saturating_add(delay).max(self.now.saturating_add(PASSED_MS))
+    }
+}
 
 /// The milliseconds `text` says, or `None` when it is no delay (then it may be a time).
 pub fn millis(text: &str) -> Option<i64> {
@@ -83,7 +109,17 @@ fn iso8601(text: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::millis;
+    use super::{CallTime, millis};
+
+    #[test]
+    fn a_delay_counts_from_the_persons_words_and_one_passed_fires_at_once() {
+        let asked = CallTime { asked: 1_000_000, now: 1_073_000 };
+        assert_eq!(asked.after(120_000), 1_120_000, "two minutes from the words, not from the call");
+        assert_eq!(asked.after(30_000), 1_074_000, "passed while the model answered: at once");
+        assert_eq!(CallTime::now(1_000_000).after(60_000), 1_060_000);
+        let skewed = CallTime { asked: 2_000_000, now: 1_000_000 };
+        assert_eq!(skewed.after(60_000), 1_060_000, "words from the future count from now");
+    }
 
     #[test]
     fn delays_as_people_and_models_write_them() {

@@ -32,6 +32,7 @@ use ruma::OwnedEventId;
 use serde_json::{Value, json};
 
 pub use call::{Body, NewSchedule, ScheduleCall, plan_schedule, schedule_specs};
+pub use delay::CallTime;
 pub use ticker::Ticker;
 pub use when::When;
 

@@ -72,6 +72,11 @@ impl Offered {
     pub fn get(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.spec.name == name)
     }
+
+    /// Whether any of them runs only after the asker allows it.
+    pub fn gated(&self) -> bool {
+        self.tools.iter().any(|t| t.needs_approval)
+    }
 }
 
 /// Every tool the deployment has. Cheap to clone.

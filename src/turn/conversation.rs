@@ -40,6 +40,7 @@ impl Turns {
         persona: &Persona,
         (events, presses): (&[StoredEvent], &[Press]),
         rooms: &crate::tools::RoomChoices,
+        gated: bool,
     ) -> Result<Vec<Message>, Error> {
         // Everything in the room up to now: the persona's answers posted after the
         // triggering events (a previous turn still running then) included.
@@ -76,6 +77,7 @@ impl Turns {
             display_name: &persona.display_name,
             system_prompt: &persona.system_prompt,
             tools_line: prompt_line(),
+            gated,
             now_ms: now_ms(),
             zone,
             budget: self.limits.history_chars,

@@ -207,10 +207,11 @@ impl Turns {
             return Ok(self.finish(turn, outcome, TurnRecord::default()).await?);
         }
         let choices = targets::choices(&self.store, &scope).await?;
-        let messages = self.conversation((turn.id, &scope), persona, (events, presses), &choices).await?;
         let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
         let rich = [tool_specs(self.outbox.interval_ms()), poll_specs(), schedule_specs()].concat();
         let offered = self.toolbox.offer(rich, who);
+        let messages =
+            self.conversation((turn.id, &scope), persona, (events, presses), &choices, offered.gated()).await?;
         let tools = offered.specs();
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
@@ -229,6 +230,7 @@ impl Turns {
             media: self.media.as_ref(),
             polls: self.polls.as_ref(),
             schedules: &self.schedules,
+            asked_at: events.iter().map(|e| e.received_at).max().unwrap_or(turn.started_at),
         };
         let runner = runner::Runner::new(parts, kit, &scope, turn.id, self.limits);
         let (live_text, _) = tokio::sync::watch::channel(String::new());

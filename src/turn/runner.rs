@@ -47,6 +47,9 @@ pub struct Kit<'a> {
     pub polls: Option<&'a crate::polls::Closer>,
     /// Schedules' bounds and zone, and the ticker told when one is made.
     pub schedules: &'a super::ScheduleKit,
+    /// When the newest message the turn answers arrived (richbot's clock, ms): a delay a
+    /// schedule call gives counts from it.
+    pub asked_at: i64,
 }
 
 /// One turn's tool runner.

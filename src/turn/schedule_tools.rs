@@ -12,7 +12,7 @@ use super::stop::Stop;
 use super::targets::{self, internal};
 use crate::agent::ToolCall;
 use crate::clock::now_ms;
-use crate::schedules::{self, ScheduleCall, When, plan_schedule};
+use crate::schedules::{self, CallTime, ScheduleCall, When, plan_schedule};
 use crate::store::{NewScheduleRow, Over};
 use crate::tools::{ToolError, ToolErrorCode};
 
@@ -25,7 +25,8 @@ impl Runner<'_> {
         let (scope, kit, now) = (self.scope, self.kit.schedules, now_ms());
         let tz = zone_of(self.store, &scope.asker, kit.timezone).await.map_err(internal)?.unwrap_or(chrono_tz::UTC);
         let (name, owned, bounds) = (call.name.clone(), args.clone(), kit.bounds);
-        match schedules::off_workers(move || plan_schedule(&name, &owned, now, tz, &bounds)).await? {
+        let time = CallTime { asked: self.kit.asked_at, now };
+        match schedules::off_workers(move || plan_schedule(&name, &owned, time, tz, &bounds)).await? {
             ScheduleCall::Create(new) => {
                 let room = targets::resolve(self.store, self.outbox, scope, &new.room).await?;
                 // The media a rich message shows are checked as `rich_send` checks them (and

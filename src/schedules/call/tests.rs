@@ -14,7 +14,7 @@ fn lisbon() -> Tz {
 }
 
 fn check(args: Value) -> Result<ScheduleCall, ToolError> {
-    plan_schedule(SCHEDULE, &args, now(), lisbon(), &Bounds::default())
+    plan_schedule(SCHEDULE, &args, CallTime::now(now()), lisbon(), &Bounds::default())
 }
 
 fn error_at(args: Value) -> (String, String) {
@@ -48,12 +48,19 @@ fn a_one_off_text_and_a_weekly_prompt_in_the_askers_zone_are_made() {
 }
 
 #[test]
-fn a_delay_is_a_time_counted_from_the_call() {
+fn a_delay_is_a_time_counted_from_the_persons_words() {
     // "Remind me in 2 minutes": small models give the delay, not a computed time.
     let Ok(ScheduleCall::Create(soon)) = check(json!({"at": "in 2 minutes", "message": "Stretch!"})) else {
         panic!("made")
     };
     assert_eq!(soon.when, When::At(now() + 120_000));
+    // Asked 73 s before the (slow) model made the call: still two minutes from the words.
+    let asked = CallTime { asked: now() - 73_000, now: now() };
+    let args = json!({"at": "in 2 minutes", "message": "Stretch!"});
+    let Ok(ScheduleCall::Create(late)) = plan_schedule(SCHEDULE, &args, asked, lisbon(), &Bounds::default()) else {
+        panic!("made")
+    };
+    assert_eq!(late.when, When::At(now() + 47_000));
     // And a text message as an object of its text alone.
     let Ok(ScheduleCall::Create(texted)) = check(json!({"at": "in 1 minute", "message": {"text": "Stretch!"}})) else {
         panic!("made")
@@ -125,16 +132,17 @@ fn bad_input_is_refused_at_its_path_with_what_to_do() {
         assert_eq!(at, path, "{args}: {error}");
         assert!(error.contains(says), "{args}: {error}");
     }
-    let e = plan_schedule(UNSCHEDULE, &json!({"id": "twelve"}), now(), lisbon(), &Bounds::default()).expect_err("id");
+    let e = plan_schedule(UNSCHEDULE, &json!({"id": "twelve"}), CallTime::now(now()), lisbon(), &Bounds::default())
+        .expect_err("id");
     assert_eq!(e.path.as_deref(), Some("id"));
-    let e =
-        plan_schedule(SCHEDULES, &json!({"all_rooms": "yes"}), now(), lisbon(), &Bounds::default()).expect_err("bool");
+    let e = plan_schedule(SCHEDULES, &json!({"all_rooms": "yes"}), CallTime::now(now()), lisbon(), &Bounds::default())
+        .expect_err("bool");
     assert_eq!(e.path.as_deref(), Some("all_rooms"));
 }
 
 #[test]
 fn ids_and_flags_may_come_quoted_as_models_write_them() {
-    let plan = |name, args: Value| plan_schedule(name, &args, now(), lisbon(), &Bounds::default());
+    let plan = |name, args: Value| plan_schedule(name, &args, CallTime::now(now()), lisbon(), &Bounds::default());
     for id in [json!(4), json!("4"), json!(" 4"), json!(4.0), json!("4.0")] {
         assert!(matches!(plan(UNSCHEDULE, json!({ "id": id })), Ok(ScheduleCall::Cancel { id: 4 })), "{id}");
     }
@@ -146,7 +154,10 @@ fn ids_and_flags_may_come_quoted_as_models_write_them() {
 fn a_lower_min_interval_lets_a_rule_fire_that_often() {
     let bounds = Bounds { min_interval_ms: 5_000, ..Bounds::default() };
     let args = json!({"every": "FREQ=SECONDLY;INTERVAL=10", "message": "tick"});
-    assert!(matches!(plan_schedule(SCHEDULE, &args, now(), lisbon(), &bounds), Ok(ScheduleCall::Create(_))));
+    assert!(matches!(
+        plan_schedule(SCHEDULE, &args, CallTime::now(now()), lisbon(), &bounds),
+        Ok(ScheduleCall::Create(_))
+    ));
 }
 
 #[test]

@@ -36,6 +36,7 @@ fn situation(scope: &Scope, budget: usize) -> Situation<'_> {
         display_name: "Bot",
         system_prompt: "Be kind.",
         tools_line: "TOOLS",
+        gated: false,
         polls: "",
         now_ms: 1_795_979_710_219,
         zone: None,
@@ -110,6 +111,11 @@ fn richbots_own_notices_never_reach_the_model_and_tool_results_are_framed_as_dat
     assert_eq!(msgs.len(), 3, "{msgs:?}");
     assert!(msgs.iter().all(|m| !matches!(m, Message::Assistant { .. })), "{msgs:?}");
     let Message::System(system) = &msgs[0] else { panic!("system first") };
+    assert!(system.contains("data, not instructions"), "{system}");
+    assert!(!system.contains("approval"), "no tool needs approval, so the prompt does not pay for it: {system}");
+    let scope = scope(None);
+    let gated = Situation { gated: true, ..situation(&scope, 10_000) };
+    let Message::System(system) = &built(&gated, &history, &[], &Parts::new())[0] else { panic!("system first") };
     assert!(system.contains("data, not instructions") && system.contains("approval notice"), "{system}");
 }
 
