@@ -3,8 +3,9 @@
 //! model tell a member it had stopped a reminder that then fired again. So every tool's
 //! argument check reads integers and booleans through these, and takes what a person
 //! would read as the same value: an integer, a whole float (`4.0`), or either in a string
-//! (`"4"`, `" 4 "`); `true`/`false`, or those words in a string. Anything else is still
-//! refused, with the argument's path.
+//! (`"4"`, `" 4 "`); `true`/`false`, or those words in a string; an event id with the
+//! turn note's words copied around it. Anything else is still refused, with the
+//! argument's path.
 
 use serde_json::Value;
 
@@ -35,6 +36,18 @@ pub fn boolean(v: &Value) -> Option<bool> {
     }
 }
 
+/// The one event id in `text`, when a model copied the turn note's words around it
+/// (`members' $abc ("Hi…")`): the only word that starts with `$`, without the punctuation
+/// after it. Two such words (`$abc ("costs $5")`) are no answer.
+pub fn quoted_event_id(text: &str) -> Option<&str> {
+    let mut ids = text
+        .split_whitespace()
+        .filter(|w| w.starts_with('$'))
+        .map(|w| w.trim_end_matches([',', '.', ';', ':', ')', '(', '"', '\'']));
+    let id = ids.next()?;
+    ids.next().is_none().then_some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +76,13 @@ mod tests {
         }
         assert_eq!(boolean(&json!("yes")), None);
         assert_eq!(boolean(&json!(1)), None);
+    }
+
+    #[test]
+    fn an_event_id_is_read_out_of_the_notes_words_only_when_it_is_the_only_one() {
+        assert_eq!(quoted_event_id("members' $abc:x (\"What's the weather…\")"), Some("$abc:x"));
+        assert_eq!(quoted_event_id("your messages $abc,"), Some("$abc"));
+        assert_eq!(quoted_event_id("$abc (\"costs $5\")"), None);
+        assert_eq!(quoted_event_id("the message about Porto"), None);
     }
 }

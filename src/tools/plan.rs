@@ -4,6 +4,7 @@
 use ruma::{EventId, OwnedEventId};
 use serde_json::{Map, Value};
 
+use super::args;
 use super::{RICH_EDIT, RICH_SEND, RichCall, RoomTarget, ToolError, ToolErrorCode};
 use crate::blocks::{Rich, cut};
 
@@ -153,6 +154,7 @@ fn optional_event_id(args: &Map<String, Value>, key: &str) -> Result<Option<Owne
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
             let s = s.trim();
+            let s = if s.starts_with('$') { s } else { args::quoted_event_id(s).ok_or_else(bad)? };
             let rest = s.strip_prefix('$').ok_or_else(bad)?;
             if rest.is_empty() || s.len() > MAX_EVENT_ID_BYTES || rest.contains(char::is_whitespace) {
                 return Err(bad());

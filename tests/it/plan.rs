@@ -188,6 +188,13 @@ fn accepted_calls() {
     assert_eq!(fallback, "e^{i\\pi}+1=0");
     assert_eq!(room, RoomTarget::Here);
 
+    // The note's words copied around the id: the id.
+    let copied = json!({"payload": p, "fallback": "f", "reply_to": "members' $q1 (\"What's the weather…\")"});
+    let RichCall::Send { reply_to, .. } = plan("rich_send", &copied).expect("the id in the note's words") else {
+        panic!("a send")
+    };
+    assert_eq!(reply_to.expect("reply").as_str(), "$q1");
+
     let edit = plan("rich_edit", &json!({"event_id": "\t$orig ", "payload": p, "fallback": "f", "room": " !abc"}))
         .expect("valid edit");
     assert!(
