@@ -352,10 +352,14 @@ fn bare_arguments(item: &Value, tools: &[ToolSpec]) -> Option<(String, Value)> {
 }
 
 /// Whether `item`, a `{"name": …}` object of candidate `c`, is plainly a call: the
-/// whole answer, or wrapped as one (`<tool_call>`), with arguments.
+/// whole answer, or wrapped as one (`<tool_call>`), with arguments; or, anywhere, a call
+/// of a block type with arguments (`{"name": "weather", "arguments": {…}}` in a fence
+/// between prose, as small models read the block list): no answer shows that by chance.
 fn plainly_a_call(c: &Candidate<'_>, item: &Value) -> bool {
     let call = item.get("function").filter(|f| f.is_object()).unwrap_or(item);
-    (c.alone || c.wrapped) && (call.get("arguments").is_some() || call.get("parameters").is_some())
+    let with_arguments = call.get("arguments").is_some() || call.get("parameters").is_some();
+    let of_a_block = call.get("name").and_then(Value::as_str).is_some_and(|n| crate::blocks::spec(n).is_some());
+    with_arguments && (c.alone || c.wrapped || of_a_block)
 }
 
 /// Whether a candidate that holds no readable call names an offered tool as a call would

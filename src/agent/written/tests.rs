@@ -223,3 +223,22 @@ fn a_rich_message_in_tool_response_tags_with_escaped_quotes_is_its_call() {
     // Prose in the tags is no call (the review keeps it from the member).
     assert_eq!(read("<tool_response>Try again with the temperature.</tool_response>", &tools(), 1), Read::Prose);
 }
+
+#[test]
+fn a_block_called_with_arguments_in_a_fence_between_prose_is_a_call() {
+    // Qwen2.5-Coder-1.5B, the benchmark's first question, word for word (twice the same
+    // fence, and prose around it).
+    let fence = "```json\n{\n  \"name\": \"weather\",\n  \"arguments\": {\n    \"location\": \"Porto\",\n    \"temp\": true,\n    \"tz\": \"America/New_York\"\n  }\n}\n```";
+    let text = format!(
+        "To provide a response, I need to retrieve the weather information for Porto.\n\n{fence}\n\nThe response \
+         will be a JSON object.\n\n{fence}\n\nThe final response should include the weather information."
+    );
+    let (found, rest) = calls(&text);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.iter().all(|(name, args)| name == "weather" && args["location"] == "Porto"), "{found:?}");
+    assert!(rest.is_some_and(|r| !r.contains("\"name\"")), "the prose alone is left");
+    // A name that is no block and no tool, between prose, is still an example.
+    let example =
+        "A function call looks like:\n```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```\nin OpenAI's API.";
+    assert_eq!(read(example, &tools(), 1), Read::Prose);
+}
