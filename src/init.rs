@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::files;
-use crate::registration;
+use crate::private_files;
+use crate::registration_file;
 
 /// What `init` is told.
 #[derive(Debug, Clone)]
@@ -36,8 +36,8 @@ pub fn url_for(listen: &str) -> String {
 }
 
 /// The registration options that match a deployment's values.
-pub fn registration_options(server_name: &str, listen: &str) -> registration::Options {
-    registration::Options {
+pub fn registration_options(server_name: &str, listen: &str) -> registration_file::Options {
+    registration_file::Options {
         url: url_for(listen),
         server_name: server_name.to_owned(),
         id: "richbot".to_owned(),
@@ -77,32 +77,32 @@ fn config_text(o: &Options) -> String {
 
 /// Writes `richbot.toml`, `registration.yaml` and `pickle.key` into `opts.out_dir`;
 /// returns their paths.
-pub fn write(opts: &Options) -> Result<Vec<PathBuf>, registration::Error> {
+pub fn write(opts: &Options) -> Result<Vec<PathBuf>, registration_file::Error> {
     let config = opts.out_dir.join(CONFIG_FILE);
     let registration = opts.out_dir.join(REGISTRATION_FILE);
     let key = opts.out_dir.join(PICKLE_KEY_FILE);
     for path in [&config, &registration, &key] {
-        if files::exists(path) {
-            return Err(files::Error::Exists(path.display().to_string()).into());
+        if private_files::exists(path) {
+            return Err(private_files::Error::Exists(path.display().to_string()).into());
         }
     }
-    registration::check(&registration_options(&opts.server_name, &opts.listen))?;
+    registration_file::check(&registration_options(&opts.server_name, &opts.listen))?;
     if !(opts.homeserver.starts_with("http://") || opts.homeserver.starts_with("https://"))
         || opts.homeserver.contains(['"', '\\', '\n'])
     {
-        return Err(registration::Error::Invalid("--homeserver: must be an http(s) URL".to_owned()));
+        return Err(registration_file::Error::Invalid("--homeserver: must be an http(s) URL".to_owned()));
     }
     std::fs::create_dir_all(&opts.out_dir)
-        .map_err(|source| files::Error::Write { path: opts.out_dir.display().to_string(), source })?;
-    registration::write(&registration_options(&opts.server_name, &opts.listen), &registration, false)?;
+        .map_err(|source| private_files::Error::Write { path: opts.out_dir.display().to_string(), source })?;
+    registration_file::write(&registration_options(&opts.server_name, &opts.listen), &registration, false)?;
     crate::pickle::write_new(&key)?;
-    files::write_private(&config, &config_text(opts), false)?;
+    private_files::write_private(&config, &config_text(opts), false)?;
     Ok(vec![config, registration, key])
 }
 
 /// Whether `dir` holds files `init` would refuse to overwrite.
 pub fn would_collide(dir: &Path) -> bool {
-    [CONFIG_FILE, REGISTRATION_FILE, PICKLE_KEY_FILE].iter().any(|f| files::exists(&dir.join(f)))
+    [CONFIG_FILE, REGISTRATION_FILE, PICKLE_KEY_FILE].iter().any(|f| private_files::exists(&dir.join(f)))
 }
 
 #[cfg(test)]
@@ -128,10 +128,10 @@ mod tests {
         assert_eq!(settings.config.homeserver.server_name, "example.org");
         assert!(settings.pickle_key.is_some(), "the config names the key written beside it");
         assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
-        assert!(written.iter().all(|f| !files::readable_by_others(f)));
+        assert!(written.iter().all(|f| !private_files::readable_by_others(f)));
         assert!(would_collide(dir.path()));
         assert!(
-            matches!(write(&opts(dir.path())), Err(registration::Error::File(files::Error::Exists(_)))),
+            matches!(write(&opts(dir.path())), Err(registration_file::Error::File(private_files::Error::Exists(_)))),
             "never overwrites"
         );
     }
@@ -142,13 +142,13 @@ mod tests {
         for bad in ["exa'mple.org", "example.org:", "example.org:99999x", "ex ample.org", "", "[::1", "a/b"] {
             let o = Options { server_name: bad.into(), ..opts(dir.path()) };
             match write(&o) {
-                Err(registration::Error::Invalid(why)) => assert!(why.contains("--server-name"), "{bad}: {why}"),
+                Err(registration_file::Error::Invalid(why)) => assert!(why.contains("--server-name"), "{bad}: {why}"),
                 other => panic!("{bad}: {other:?}"),
             }
             assert!(!would_collide(dir.path()), "{bad}: nothing written");
         }
         for good in ["example.org", "localhost:8448", "127.0.0.1", "[::1]:8448", "matrix-1.example.org"] {
-            assert!(registration::is_server_name(good), "{good}");
+            assert!(registration_file::is_server_name(good), "{good}");
         }
     }
 }

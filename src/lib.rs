@@ -19,7 +19,7 @@
 //!   store (SQLite or PostgreSQL) under all of them: the only place that runs SQL
 //! ```
 //!
-//! The agents' channel (`agents`) is a second edge beside the appservice: other agents'
+//! The agents' channel (`channel`) is a second edge beside the appservice: other agents'
 //! sends and edits, checked by the same `plan()`, go out through the same outbox.
 //!
 //! Encryption is at the two ends (`crypto`): the inbox hands what transactions bring for
@@ -73,18 +73,18 @@
 //!     stored before the transaction is answered. A room is judged encrypted by its state.
 
 // Commands and set-up.
-pub mod process;
-mod registrar;
+pub mod runtime;
+mod register_personas;
 pub mod check;
 pub mod init;
 pub mod migrate;
 pub mod reset;
-pub mod parts;
+pub mod assemble;
 pub mod config;
-pub mod registration;
+pub mod registration_file;
 // The stages, in pipeline order.
 pub mod appservice;
-pub mod agents;
+pub mod channel;
 pub mod inbox;
 pub mod room;
 pub mod turn;
@@ -114,11 +114,11 @@ pub mod relation;
 pub mod strings;
 pub mod mime;
 pub mod invisible;
-pub mod mask;
+pub mod url_mask;
 pub mod pickle;
-pub mod files;
+pub mod private_files;
 pub mod clock;
-pub mod keyed;
+pub mod key_locks;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -126,10 +126,10 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use crate::assemble::Parts;
 use crate::config::Settings;
-use crate::parts::Parts;
 
-pub use parts::Error;
+pub use assemble::Error;
 
 /// Runs the appservice on `listener` until `shutdown` resolves.
 pub async fn run(
@@ -146,7 +146,7 @@ pub async fn run(
     let serving = parts.store.serving().await?;
     let shared = parts.store.backend() == store::Backend::Postgres;
     let queue = parts.room_queue().await?;
-    let models = parts::persona_models(&settings, &parts.llm);
+    let models = assemble::persona_models(&settings, &parts.llm);
     let Parts { store, matrix, personas, llm } = parts;
     let store = if shared { store } else { store.caching_members() };
     store.warm_members(&queue.watched_rooms()).await?;
@@ -167,13 +167,13 @@ pub async fn run(
     );
     // MCP servers first: a tool name that cannot be offered stops the start, naming it.
     let mcp =
-        mcp::Mcp::start_with(&settings.config.mcp, &tools::registry::RESERVED, parts::mcp_bounds(&settings)).await?;
+        mcp::Mcp::start_with(&settings.config.mcp, &tools::registry::RESERVED, assemble::mcp_bounds(&settings)).await?;
     let toolbox = tools::Toolbox::new(mcp.clone(), settings.mcp_access.clone());
     let approvals = approval::Approvals::new(store.clone());
     let approvals = if shared { approvals.sharing() } else { approvals };
     let metrics = Arc::new(metrics::Metrics::default());
     let sharing = leases.as_ref().map(room::Leases::crypto_sharing);
-    let crypto = parts::crypto(&settings, (&store, &matrix), &personas, (sharing, queue.clone()));
+    let crypto = assemble::crypto(&settings, (&store, &matrix), &personas, (sharing, queue.clone()));
     if let Some(c) = &crypto {
         metrics.count_crypto(c.counters());
     }
@@ -192,7 +192,7 @@ pub async fn run(
     let bounds = settings.config.schedules.bounds();
     let fire = ticker.clone().run(store.clone(), queue.clone(), bounds, metrics.clone());
     let schedule_ticker = tokio::spawn(fire);
-    let budget = parts::budget(&settings);
+    let budget = assemble::budget(&settings);
     let turns = turn::Turns::new(
         store.clone(),
         llm,
@@ -200,18 +200,18 @@ pub async fn run(
         personas.clone(),
         metrics.clone(),
         budget,
-        parts::turn_limits(&settings),
+        assemble::turn_limits(&settings),
     )
     .with_tools(toolbox, approvals.clone())
     .with_models(models)
     .with_media(media::Media::new(matrix.clone(), settings.config.media.limits()))
-    .with_voice(parts::voice(&settings))
+    .with_voice(assemble::voice(&settings))
     .with_polls(closer)
-    .with_schedules(parts::schedule_kit(&settings, ticker.clone()));
-    let policy = parts::room_policy(&settings);
+    .with_schedules(assemble::schedule_kit(&settings, ticker.clone()));
+    let policy = assemble::room_policy(&settings);
     let matrix_for_ping = matrix.clone();
     let agent_parts = (store.clone(), agent_outbox, agent_matrix);
-    let channel = parts::agents(&settings, agent_parts, metrics.clone(), parts::schedule_kit(&settings, ticker));
+    let channel = assemble::agents(&settings, agent_parts, metrics.clone(), assemble::schedule_kit(&settings, ticker));
     let clients = channel.clone().map(|c| c as Arc<dyn schedules::ClientRooms>);
     let mut rooms =
         room::Deps::new(store.clone(), matrix, personas.clone(), outbox, turns, policy.clone(), metrics.clone())
@@ -233,11 +233,11 @@ pub async fn run(
     let app = appservice::router(state, settings.config.appservice.max_body_bytes);
 
     let registrar =
-        tokio::spawn(registrar::register(personas.clone(), matrix_for_ping, settings.clone(), crypto.clone()));
+        tokio::spawn(register_personas::register(personas.clone(), matrix_for_ping, settings.clone(), crypto.clone()));
     let pump = crypto.map(|c| tokio::spawn(c.run()));
     let keep = Duration::from_secs(bot.history_days.saturating_mul(86_400));
     let pruner = tokio::spawn(store.clone().keep_pruning(keep));
-    let agents_server = parts::agents_serving(&settings, channel).await?;
+    let agents_server = assemble::agents_serving(&settings, channel).await?;
     let metrics_server = match &settings.config.metrics.listen {
         Some(addr) => {
             let listener = TcpListener::bind(addr.as_str()).await?;

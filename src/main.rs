@@ -181,16 +181,16 @@ fn generate_registration(
             let config = config::read_unchecked(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
             let base = richbot::init::registration_options(&config.homeserver.server_name, &config.appservice.listen);
             let target = path.parent().unwrap_or(std::path::Path::new(".")).join(&config.appservice.registration);
-            (richbot::registration::Options { id, sender_localpart, user_prefix, ..base }, target)
+            (richbot::registration_file::Options { id, sender_localpart, user_prefix, ..base }, target)
         }
         None => {
             let (url, server_name) = (url.unwrap_or_default(), server_name.unwrap_or_default());
-            let opts = richbot::registration::Options { url, server_name, id, sender_localpart, user_prefix };
+            let opts = richbot::registration_file::Options { url, server_name, id, sender_localpart, user_prefix };
             (opts, PathBuf::from("registration.yaml"))
         }
     };
     let out = out.unwrap_or(default_out);
-    richbot::registration::write(&opts, &out, force)?;
+    richbot::registration_file::write(&opts, &out, force)?;
     println!("wrote {}", out.display());
     Ok(())
 }
@@ -210,12 +210,12 @@ fn load(path: &std::path::Path) -> anyhow::Result<Settings> {
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    richbot::process::runtime().context("starting the async runtime")
+    richbot::runtime::runtime().context("starting the async runtime")
 }
 
 fn serve(path: PathBuf) -> anyhow::Result<()> {
     let settings = load(&path)?;
-    richbot::process::init_logging(&settings);
+    richbot::runtime::init_logging(&settings);
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }

@@ -5,7 +5,7 @@
 //! its one, so a richbot still running on either makes this refuse. The rows of every table
 //! are counted on both sides afterwards, and any difference is an error.
 
-use crate::files;
+use crate::private_files;
 use crate::store::{self, Store};
 
 /// Why a migration failed. Only a count mismatch comes after the target was written to.
@@ -16,7 +16,7 @@ pub enum Error {
     #[error("{0} does not exist; --from must be an existing richbot database")]
     NoSource(String),
     #[error("{0}")]
-    Locked(#[from] files::LockError),
+    Locked(#[from] private_files::LockError),
     #[error("{url}: {source}")]
     Store { url: String, source: store::Error },
     #[error(

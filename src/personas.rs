@@ -48,7 +48,7 @@ pub struct Personas {
 pub const DEFAULT_PROMPT: &str = "You are a helpful assistant in a Matrix chat. Answer briefly and clearly.";
 
 impl Personas {
-    /// The personas, as configured (`parts::personas` builds the list from the config).
+    /// The personas, as configured (`assemble::personas` builds the list from the config).
     pub fn new(list: Vec<Persona>, matrix: matrix::Client, store: Store) -> Self {
         Self { list: Arc::new(list), matrix, store }
     }

@@ -113,8 +113,8 @@ pub fn open(key: Option<&PickleKey>, persona: &str, stored: String) -> Result<St
 }
 
 /// Writes a new key to `path` (0600, never over an existing file).
-pub fn write_new(path: &Path) -> Result<(), crate::files::Error> {
-    crate::files::write_private(path, &PickleKey::generate_text(), false)
+pub fn write_new(path: &Path) -> Result<(), crate::private_files::Error> {
+    crate::private_files::write_private(path, &PickleKey::generate_text(), false)
 }
 
 #[cfg(test)]

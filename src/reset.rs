@@ -10,10 +10,10 @@
 //! Members' clients show that the persona's identity changed; what was sent to the old
 //! device can no longer be read by the persona.
 
+use crate::assemble::Parts;
 use crate::config::Settings;
 use crate::crypto::DEVICE_ID;
-use crate::files;
-use crate::parts::Parts;
+use crate::private_files;
 use crate::{matrix, store};
 
 /// Why a reset did not happen (nothing was changed).
@@ -22,11 +22,11 @@ pub enum Error {
     #[error("{0} is not a configured persona's localpart")]
     Unknown(String),
     #[error("{0}; stop richbot serve first")]
-    Locked(#[from] files::LockError),
+    Locked(#[from] private_files::LockError),
     #[error("database: {0}")]
     Store(#[from] store::Error),
     #[error("{0}")]
-    Parts(#[from] crate::parts::Error),
+    Parts(#[from] crate::assemble::Error),
     #[error("could not delete the device on the homeserver ({0}); nothing was reset")]
     Matrix(#[from] matrix::Error),
 }

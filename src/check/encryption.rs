@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
+use crate::assemble::Parts;
 use crate::config::Settings;
 use crate::crypto::{self, CROSS_SIGNED, Crypto, DEVICE_ID};
-use crate::parts::Parts;
 use crate::store::{self, Backend};
 
 /// How long the check waits for its probe to come back.
@@ -27,7 +27,7 @@ pub struct CheckCrypto {
     pub crypto: Option<Crypto>,
     may_set_up: bool,
     /// SQLite: the database's lock, held for the check (no `serve` starts meanwhile).
-    _lock: Option<crate::files::Lock>,
+    _lock: Option<crate::private_files::Lock>,
 }
 
 /// The crypto for the check (none when encryption is off or the registration lacks what

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use crate::assemble::Parts;
 use crate::config::Settings;
 use crate::matrix;
-use crate::parts::Parts;
 use crate::{appservice, inbox, store};
 
 mod agents;
@@ -136,7 +136,7 @@ async fn serve_locally(
     let inbox = inbox::Inbox::new(
         parts.store.clone(),
         queue,
-        (parts.personas.clone(), crate::parts::room_policy(settings)),
+        (parts.personas.clone(), crate::assemble::room_policy(settings)),
         Arc::default(),
     )
     .with_crypto(crypto);
@@ -198,7 +198,7 @@ pub fn ping_failure(settings: &Settings, e: &matrix::Error) -> String {
 
 /// The MCP servers, started as `serve` starts them (for `--model`, and their lines).
 async fn launch_mcp(settings: &Settings) -> crate::mcp::Mcp {
-    let bounds = crate::parts::mcp_bounds(settings);
+    let bounds = crate::assemble::mcp_bounds(settings);
     crate::mcp::Mcp::launch(&settings.config.mcp, &crate::tools::registry::RESERVED, bounds).await
 }
 

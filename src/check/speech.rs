@@ -18,7 +18,7 @@ const CLIP: &[u8] = include_bytes!("clip.ogg");
 
 /// One line per audio endpoint set; none when neither is.
 pub async fn lines(settings: &Settings, models: bool) -> Vec<Line> {
-    let voice = crate::parts::voice(settings);
+    let voice = crate::assemble::voice(settings);
     let mut lines = Vec::new();
     if let Some(l) = &voice.listening {
         let result = match models {
@@ -45,12 +45,15 @@ fn line(name: &str, result: Result<(String, bool), String>) -> Line {
 }
 
 fn explain(endpoint: &Endpoint, e: speech::Error) -> String {
-    format!("{}: {e}", crate::mask::url(endpoint.base_url()))
+    format!("{}: {e}", crate::url_mask::url(endpoint.base_url()))
 }
 
 async fn probe(endpoint: &Endpoint, path: &str) -> Result<(String, bool), String> {
     let status = endpoint.probe(path).await.map_err(|e| explain(endpoint, e))?;
-    Ok((format!("{}/{path} answers (HTTP {status} to an empty request)", crate::mask::url(endpoint.base_url())), false))
+    Ok((
+        format!("{}/{path} answers (HTTP {status} to an empty request)", crate::url_mask::url(endpoint.base_url())),
+        false,
+    ))
 }
 
 async fn hear(endpoint: &Endpoint) -> Result<(String, bool), String> {

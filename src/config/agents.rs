@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use super::Persona;
 use super::endpoints::Found;
-use crate::agents::{AgentsConfig, Client};
+use crate::channel::{AgentsConfig, Client};
 
 /// Fewest characters in a client's token.
 pub const MIN_TOKEN_CHARS: usize = 32;
@@ -94,7 +94,7 @@ pub(super) fn validate(
 }
 
 /// The client's token, from `token` or `token_file`, if it is one a client could be given.
-fn token(c: &crate::agents::ClientConfig, i: usize, found: &mut Found<'_>) -> Option<String> {
+fn token(c: &crate::channel::ClientConfig, i: usize, found: &mut Found<'_>) -> Option<String> {
     let at = |key: &str| format!("agents.clients[{i}].{key}");
     let (token, key) = match (&c.token, &c.token_file) {
         (Some(t), None) => (t.trim().to_owned(), at("token")),

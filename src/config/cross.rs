@@ -15,7 +15,7 @@ use super::Config;
 pub fn registration(config: &Config, listen: Option<SocketAddr>, reg: &Registration, problems: &mut Vec<String>) {
     let server = &config.homeserver.server_name;
     for (key, value) in [("as_token", &reg.as_token), ("hs_token", &reg.hs_token)] {
-        if crate::registration::is_placeholder(value) {
+        if crate::registration_file::is_placeholder(value) {
             problems.push(format!(
                 "appservice.registration: {key} is a placeholder; generate real tokens with `richbot init` or \
                  `richbot generate-registration` and give the new file to the homeserver"

@@ -54,7 +54,7 @@ pub(super) fn pickle_key(encryption: &Encryption, found: &mut Found<'_>) -> Opti
         return None;
     };
     let path = if file.is_relative() { found.base.join(file) } else { file.clone() };
-    if !crate::files::exists(&path) {
+    if !crate::private_files::exists(&path) {
         found.problems.push(format!(
             "{KEY}: {} does not exist. `richbot generate-pickle-key --out {0}` writes a new key, for a database \
              whose crypto state was never sealed with another; otherwise restore that key's file",

@@ -52,7 +52,7 @@ pub(super) fn key(at: &str, inline: Option<&String>, file: Option<&PathBuf>, fou
 /// other users can read it.
 pub(super) fn secret_file(key: &str, file: &Path, found: &mut Found<'_>) -> Option<String> {
     let file = if file.is_relative() { found.base.join(file) } else { file.to_owned() };
-    if crate::files::readable_by_others(&file) {
+    if crate::private_files::readable_by_others(&file) {
         found.warnings.push(format!("{key}: {} is readable by other users; chmod 600 it", file.display()));
     }
     match std::fs::read_to_string(&file) {
@@ -77,7 +77,7 @@ pub(super) fn resolve(
         if let Some(url) = &p.base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
-            let url = crate::mask::url(url);
+            let url = crate::url_mask::url(url);
             found.problems.push(format!("{at}.base_url: must be an http(s) URL ending in /v1 (got \"{url}\")"));
         }
         if p.model.as_ref().is_some_and(|m| m.trim().is_empty()) {

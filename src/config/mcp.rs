@@ -35,7 +35,7 @@ pub(super) fn validate(
             (Some(c), None) if !c.trim().is_empty() => {}
             (None, Some(u)) if u.starts_with("http://") || u.starts_with("https://") => {}
             (None, Some(u)) => {
-                problems.push(format!("{}: must be an http(s) URL (got \"{}\")", at("url"), crate::mask::url(u)))
+                problems.push(format!("{}: must be an http(s) URL (got \"{}\")", at("url"), crate::url_mask::url(u)))
             }
             (Some(_), Some(_)) => problems.push(format!("mcp[{i}]: set command or url, not both")),
             _ => problems.push(format!("mcp[{i}]: set command (a stdio server) or url (a streamable-HTTP server)")),
@@ -51,7 +51,7 @@ pub(super) fn validate(
         }
         if let Some(file) = s.headers_file.take() {
             let file = if file.is_relative() { found.base.join(file) } else { file };
-            if crate::files::readable_by_others(&file) {
+            if crate::private_files::readable_by_others(&file) {
                 found.warnings.push(format!(
                     "{}: {} is readable by other users; chmod 600 it",
                     at("headers_file"),

@@ -26,7 +26,7 @@ mod sections;
 mod settings;
 mod validate;
 
-pub use crate::agents::Client as AgentClient;
+pub use crate::channel::Client as AgentClient;
 pub use crate::mcp::McpServer;
 pub use crate::tools::registry::Access as McpAccess;
 pub use agents::MIN_TOKEN_CHARS;
@@ -84,7 +84,7 @@ pub struct Config {
     #[serde(default)]
     pub mcp: Vec<McpServer>,
     #[serde(default)]
-    pub agents: crate::agents::AgentsConfig,
+    pub agents: crate::channel::AgentsConfig,
     #[serde(default)]
     pub media: MediaConfig,
     #[serde(default)]
@@ -112,7 +112,7 @@ pub fn load(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Res
         || c.personas.iter().any(|p| p.api_key.is_some())
         || c.mcp.iter().any(|m| !m.env.is_empty())
         || c.agents.clients.iter().any(|a| a.token.is_some());
-    if crate::files::readable_by_others(path) && secrets {
+    if crate::private_files::readable_by_others(path) && secrets {
         settings.warnings.push(format!(
             "{} holds API keys (an api_key, an [[mcp]] env or an agent client's token) and is readable by other users; chmod 600 it",
             path.display()

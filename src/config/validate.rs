@@ -14,7 +14,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
     let mut warnings = Vec::new();
     let http = |s: &str| s.starts_with("http://") || s.starts_with("https://");
     if !http(&config.homeserver.url) {
-        let shown = crate::mask::url(&config.homeserver.url);
+        let shown = crate::url_mask::url(&config.homeserver.url);
         problems.push(format!("homeserver.url: must be an http(s) URL (got \"{shown}\")"));
     }
     if config.homeserver.server_name.is_empty() || config.homeserver.server_name.contains(['/', ' ', '@']) {
@@ -39,7 +39,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
         ));
     }
     if !http(&config.llm.base_url) {
-        let shown = crate::mask::url(&config.llm.base_url);
+        let shown = crate::url_mask::url(&config.llm.base_url);
         problems.push(format!("llm.base_url: must be an http(s) URL ending in /v1 (got \"{shown}\")"));
     }
     if config.llm.model.trim().is_empty() {
@@ -93,7 +93,7 @@ pub(super) fn validate(mut config: Config, base: &Path, openai_key: Option<Strin
 
     let registration = match std::fs::read_to_string(&config.appservice.registration) {
         Ok(text) => match serde_norway::from_str::<Registration>(&text) {
-            Ok(r) => Some((r, crate::registration::missing_crypto_keys(&text))),
+            Ok(r) => Some((r, crate::registration_file::missing_crypto_keys(&text))),
             Err(e) => {
                 problems.push(format!(
                     "appservice.registration: {} is not a valid registration: {e}",

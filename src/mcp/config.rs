@@ -64,7 +64,7 @@ impl std::fmt::Debug for McpServer {
             .field("command", &self.command)
             .field("args", &self.args)
             .field("env", &self.env.keys().collect::<Vec<_>>())
-            .field("url", &self.url.as_deref().map(crate::mask::url))
+            .field("url", &self.url.as_deref().map(crate::url_mask::url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("approval", &self.approval)
             .field("concurrent", &self.concurrent)

@@ -184,7 +184,7 @@ impl Mcp {
             }
             Ok(Err(ServiceError::McpError(e))) => Err(CallError::Failed(content::cut(&e.message))),
             Ok(Err(e)) => {
-                let why = crate::mask::urls_in(&format!("MCP server {name}: {e}"));
+                let why = crate::url_mask::urls_in(&format!("MCP server {name}: {e}"));
                 if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
                     s.broken(connection, &why);
                 } else {

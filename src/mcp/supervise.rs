@@ -74,7 +74,7 @@ pub async fn supervise(all: Arc<Peers>, i: usize, mut first: Option<oneshot::Sen
             }
             Err(why) => why,
         };
-        let why = crate::mask::urls_in(&why);
+        let why = crate::url_mask::urls_in(&why);
         server.update(|s| {
             s.peer = None;
             s.down = Some(format!("MCP server {name} is down: {why}"));
@@ -125,7 +125,7 @@ async fn connect(config: &McpServer, handler: Handler) -> Result<RunningService<
                 let transport = StreamableHttpClientTransport::from_config(
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers),
                 );
-                let shown = crate::mask::url(url);
+                let shown = crate::url_mask::url(url);
                 handler.serve(transport).await.map_err(|e| format!("initialize failed at {shown}: {e}"))
             }
             (None, None) => Err("neither command nor url is set".to_owned()),

@@ -19,7 +19,7 @@ use crate::clock::now_ms;
 use crate::store::NewSent;
 
 /// One lock per message being edited, kept only while an edit holds or awaits it.
-pub(super) type EditLocks = crate::keyed::Locks<OwnedEventId>;
+pub(super) type EditLocks = crate::key_locks::Locks<OwnedEventId>;
 
 impl Outbox {
     /// Edits `original` (a message `w.persona` sent), waiting for its slot. Returns the

@@ -14,7 +14,7 @@
 use ruma::{RoomId, UserId};
 
 use super::Error;
-use super::command::{Command, MODES};
+use super::command_syntax::{Command, MODES};
 use crate::matrix;
 use crate::personas::Personas;
 use crate::store::{Store, StoredEvent};

@@ -25,7 +25,7 @@
 //! Nothing here calls the LLM; everything that does is in `turn`.
 
 mod admission;
-mod command;
+mod command_syntax;
 mod coalesce;
 mod commands;
 mod decrypt;

@@ -8,7 +8,7 @@
 use ruma::{RoomId, UserId};
 
 use super::Error;
-use super::command::Command;
+use super::command_syntax::Command;
 use super::commands::Commands;
 use crate::clock::now_ms;
 use crate::schedules::{self, when};

@@ -19,7 +19,7 @@
 use ruma::UserId;
 use serde_json::Value;
 
-use super::command::{Command, command};
+use super::command_syntax::{Command, command};
 use crate::blocks::{Action, Button, read_used_id};
 use crate::relation::Relation;
 use crate::strings::words;

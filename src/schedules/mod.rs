@@ -37,7 +37,7 @@ pub use ticker::Ticker;
 pub use when::When;
 
 /// Whether an agents' client may still post in a room, asked when its schedule comes due
-/// (the channel answers: `agents`, above the room stage that asks). A client removed from
+/// (the channel answers: `channel`, above the room stage that asks). A client removed from
 /// the config, or narrowed to other rooms, has its schedules stopped.
 #[async_trait::async_trait]
 pub trait ClientRooms: Send + Sync + std::fmt::Debug {

@@ -1,5 +1,5 @@
 //! Who may use a database at once. SQLite: one process, through a lock on a file beside
-//! it (`files::lock`). PostgreSQL: any number of `serve` instances (they share the rooms
+//! it (`private_files::lock`). PostgreSQL: any number of `serve` instances (they share the rooms
 //! through leases, `leases.rs`), but none while `richbot migrate` copies it, and no migrate
 //! while any instance serves. That is a session-level advisory lock, held on a connection
 //! of its own for the life of the process: every `serve` holds it shared, `migrate`
@@ -9,12 +9,12 @@
 use sqlx::{AnyConnection, Connection, Row};
 
 use super::{Backend, Error, Result, Store};
-use crate::files;
+use crate::private_files;
 
 /// Locks the file beside an SQLite database (`None` for PostgreSQL, which
 /// [`Store::exclusive`] takes once open); taken before the database is opened.
-pub fn lock_file(url: &str) -> Result<Option<files::Lock>, files::LockError> {
-    super::file_path(url).map(|db| files::lock(&db.with_extension("lock"))).transpose()
+pub fn lock_file(url: &str) -> Result<Option<private_files::Lock>, private_files::LockError> {
+    super::file_path(url).map(|db| private_files::lock(&db.with_extension("lock"))).transpose()
 }
 
 /// The advisory lock key: "richbot" in ASCII, so other applications sharing the server

@@ -251,7 +251,7 @@ impl Store {
 
 /// A database URL fit for logs and `check`: a password in it is replaced by `***`.
 pub fn shown_url(url: &str) -> String {
-    crate::mask::url(url)
+    crate::url_mask::url(url)
 }
 
 /// Reads a column holding a Matrix id as its ruma type.

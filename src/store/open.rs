@@ -113,13 +113,13 @@ fn sqlite_url(url: &str) -> String {
 fn private_file(path: &std::path::Path) -> Result<()> {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let p = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
-        if crate::files::is_symlink(&p) {
+        if crate::private_files::is_symlink(&p) {
             return Err(Error::Symlink(p.display().to_string()));
         }
     }
     if !path.exists() {
         let mut options = std::fs::OpenOptions::new();
-        crate::files::no_follow(options.write(true).create(true).truncate(false));
+        crate::private_files::no_follow(options.write(true).create(true).truncate(false));
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         options.open(path).map_err(|e| Error::File(path.display().to_string(), e))?;
@@ -128,7 +128,7 @@ fn private_file(path: &std::path::Path) -> Result<()> {
 }
 
 fn restrict(path: &std::path::Path) -> Result<()> {
-    if crate::files::is_symlink(path) {
+    if crate::private_files::is_symlink(path) {
         return Err(Error::Symlink(path.display().to_string()));
     }
     #[cfg(unix)]

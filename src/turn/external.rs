@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::approve::{self, Decision};
+use super::approval_notice::{self, Decision};
 use super::runner::Runner;
 use super::stop::Stop;
 use crate::mcp::CallError;
@@ -61,7 +61,7 @@ impl Runner<'_> {
         // Fenced: an instance that lost the room's lease makes no call (it would run twice).
         let fence = || async { self.outbox.holds(self.turn).await.map_err(super::stop::outbox_error) };
         let result = if tool.needs_approval {
-            let asked = approve::ask(self, tool, args, nth).await?;
+            let asked = approval_notice::ask(self, tool, args, nth).await?;
             let spent = match asked.approval {
                 Some(id) if asked.decision == Decision::Allow => {
                     self.store.use_approval(id, crate::clock::now_ms()).await.map_err(store_stop)?
@@ -69,13 +69,13 @@ impl Runner<'_> {
                 _ => false,
             };
             if !spent {
-                approve::close(self, &asked, nth).await;
+                approval_notice::close(self, &asked, nth).await;
                 let refused = ToolError::new(ToolErrorCode::NotApproved, asked.refusal());
                 return self.record(nth, Err(refused)).await;
             }
             fence().await?;
             self.store.start_tool(self.turn, nth, crate::clock::now_ms()).await.map_err(store_stop)?;
-            let (result, ()) = tokio::join!(call, approve::close(self, &asked, nth));
+            let (result, ()) = tokio::join!(call, approval_notice::close(self, &asked, nth));
             result
         } else {
             fence().await?;

@@ -21,9 +21,9 @@
 //! crash anywhere leaves the turn `running`; the room stage resumes it with the same id,
 //! so its writes reuse their transaction ids and nothing is posted twice.
 
-mod approve;
+mod approval_notice;
 mod attachments;
-mod clock;
+mod deadline;
 mod close;
 pub mod context;
 mod conversation;
@@ -220,7 +220,7 @@ impl Turns {
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
         let recorded = record::Recorded::load(&metered, (&self.store, &self.metrics), &shown, turn).await?;
         let parts = (&self.store, &self.outbox, &shown);
-        let deadline = clock::Deadline::default();
+        let deadline = deadline::Deadline::default();
         let kit = runner::Kit {
             metrics: &self.metrics,
             offered: &offered,

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use ruma::EventId;
 use serde_json::{Value, json};
 
-use super::clock::Deadline;
+use super::deadline::Deadline;
 use super::live::Live;
 use super::planned::{Drawn, Planned};
 use super::stop::{Stop, arguments, outbox_error, render_error};

@@ -52,10 +52,10 @@ async fn edge_on(url: String, dir: tempfile::TempDir) -> Edge {
     let settings =
         richbot::config::from_str(&config, "t.toml".as_ref(), dir.path(), std::iter::empty()).expect("settings");
     let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as", Default::default());
-    let personas = richbot::parts::personas(&settings, matrix, store.clone());
+    let personas = richbot::assemble::personas(&settings, matrix, store.clone());
     let metrics = Arc::new(Metrics::default());
     let queue = Arc::new(RoomQueue::new([], Vec::new()));
-    let policy = richbot::parts::room_policy(&settings);
+    let policy = richbot::assemble::room_policy(&settings);
     let inbox = Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone());
     let inbox = if shared { inbox.sharing() } else { inbox };
     // Skipped transactions are asked for (their numbers kept in the store, both kinds).

@@ -100,7 +100,7 @@ pub async fn listener() -> tokio::net::TcpListener {
 /// A token richbot's validation accepts (a random one can hold placeholder text such as
 /// "xxx", which it refuses: that failed a CI run once).
 fn token() -> String {
-    richbot::registration::token()
+    richbot::registration_file::token()
 }
 
 impl Synapse {

@@ -19,8 +19,8 @@ mod deliver;
 mod http;
 mod parse;
 mod rate;
-mod replies;
-mod reply;
+mod answers;
+mod receipt;
 mod schedules;
 mod target;
 mod tools;
@@ -37,7 +37,7 @@ use crate::store::Store;
 
 pub use config::{AgentsConfig, Client, ClientConfig};
 pub use http::router;
-pub use reply::{Failure, Receipt};
+pub use receipt::{Failure, Receipt};
 
 /// What a send or an edit says.
 #[derive(Debug, Clone)]
@@ -78,7 +78,7 @@ pub struct Channel {
     window: Duration,
     rate: rate::Rate,
     /// The calls in flight, by (client, idempotency key).
-    calls: crate::keyed::Locks<(String, String)>,
+    calls: crate::key_locks::Locks<(String, String)>,
     key: WriterKey,
     /// Schedules' bounds, the default zone, and the ticker told of a new one.
     schedules: crate::turn::ScheduleKit,

@@ -9,7 +9,7 @@ use ruma::OwnedUserId;
 
 use crate::config::Settings;
 use crate::personas::{DEFAULT_PROMPT, Persona, Personas};
-use crate::{agent, budget, files, matrix, queue, room, store, turn};
+use crate::{agent, budget, matrix, private_files, queue, room, store, turn};
 
 /// The service could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -19,7 +19,7 @@ pub enum Error {
     #[error("HTTP server: {0}")]
     Serve(#[from] std::io::Error),
     #[error("{0}")]
-    Locked(files::LockError),
+    Locked(private_files::LockError),
     #[error("MCP tools:\n{0}")]
     Mcp(#[from] crate::mcp::StartError),
 }
@@ -89,20 +89,20 @@ pub fn agents(
     parts: (store::Store, crate::outbox::Outbox, matrix::Client),
     metrics: std::sync::Arc<crate::metrics::Metrics>,
     schedules: crate::turn::ScheduleKit,
-) -> Option<std::sync::Arc<crate::agents::Channel>> {
+) -> Option<std::sync::Arc<crate::channel::Channel>> {
     settings.config.agents.listen.as_ref()?;
     let window = Duration::from_secs(settings.config.agents.idempotency_hours.saturating_mul(3600));
     let key = settings.config.bot.writer_key;
-    Some(crate::agents::Channel::new(parts, metrics, settings.agents.clone(), (window, key), schedules))
+    Some(crate::channel::Channel::new(parts, metrics, settings.agents.clone(), (window, key), schedules))
 }
 
 /// `channel` served on `agents.listen`.
 pub async fn agents_serving(
     settings: &Settings,
-    channel: Option<std::sync::Arc<crate::agents::Channel>>,
-) -> Result<Option<crate::agents::Serving>, Error> {
+    channel: Option<std::sync::Arc<crate::channel::Channel>>,
+) -> Result<Option<crate::channel::Serving>, Error> {
     let (Some(addr), Some(channel)) = (&settings.config.agents.listen, channel) else { return Ok(None) };
-    Ok(Some(crate::agents::Serving::start(addr, channel).await?))
+    Ok(Some(crate::channel::Serving::start(addr, channel).await?))
 }
 
 pub fn mcp_bounds(settings: &Settings) -> crate::mcp::Bounds {

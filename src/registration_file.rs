@@ -21,7 +21,7 @@ pub struct Options {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    File(#[from] crate::files::Error),
+    File(#[from] crate::private_files::Error),
     /// A value the homeserver (or the YAML) would not take; says which and why.
     #[error("{0}")]
     Invalid(String),
@@ -160,7 +160,7 @@ pub fn missing_crypto_keys(yaml: &str) -> Vec<&'static str> {
 /// refusing options the homeserver would not take ([`check`]).
 pub fn write(opts: &Options, path: &Path, force: bool) -> Result<(), Error> {
     check(opts)?;
-    Ok(crate::files::write_private(path, &render(opts), force)?)
+    Ok(crate::private_files::write_private(path, &render(opts), force)?)
 }
 
 #[cfg(test)]
@@ -220,7 +220,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("registration.yaml");
         std::fs::write(&path, "keep me").expect("write");
-        assert!(matches!(write(&opts(), &path, false), Err(Error::File(crate::files::Error::Exists(_)))));
+        assert!(matches!(write(&opts(), &path, false), Err(Error::File(crate::private_files::Error::Exists(_)))));
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "keep me");
         write(&opts(), &path, true).expect("forced");
         assert!(std::fs::read_to_string(&path).expect("read").contains("as_token"));
