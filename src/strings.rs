@@ -318,6 +318,11 @@ pub const CORRECT_EMPTY: &str = "(richbot) Your last answer was empty (notes and
 pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a tool's result, which is for you, not \
      the member. If it is an error, make the call again as it says; else tell the member in plain words.";
 
+/// Told to the model when its answer only asks the member to wait: nothing follows it.
+pub const CORRECT_DEFERRED: &str = "(richbot) Nothing runs after your answer: no one comes back to the member \
+     once it is posted. Answer now with what you know (a tool call first, if one can help), or say plainly that you \
+     cannot; do not ask them to wait.";
+
 /// Told to the model when its answer sends the member to a function or tool.
 pub const CORRECT_MEMBER_CANNOT_CALL: &str = "(richbot) The member cannot call functions or tools; only you can. \
      Make the call yourself (a block goes in rich_send's payload), or answer in plain words; if you do not know \

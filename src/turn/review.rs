@@ -68,6 +68,8 @@ impl Review {
             Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
         } else if sends_the_member_to_a_tool(&text, tools) {
             Some((strings::CORRECT_MEMBER_CANNOT_CALL.to_owned(), strings::COULD_NOT_ANSWER))
+        } else if only_defers(&text) {
+            Some((strings::CORRECT_DEFERRED.to_owned(), strings::COULD_NOT_ANSWER))
         } else {
             promises::unkept(&text, asked(messages), messages, tools).map(|broken| {
                 (strings::correct_promise(broken.what, broken.tool, broken.asked), strings::PROMISE_NOT_KEPT)
@@ -138,6 +140,22 @@ fn sends_the_member_to_a_tool(answer: &str, tools: &[ToolSpec]) -> bool {
         let pleads = answer[..c.get(0).map_or(0, |m| m.start())].to_lowercase().trim_end().ends_with("please");
         pleads || tools.iter().any(|t| t.name == name) || crate::blocks::spec(&name).is_some()
     })
+}
+
+/// Whether `answer` only asks the member to wait ("To find the current weather in Porto,
+/// please wait a moment.", Qwen2.5-Coder-1.5B, the benchmark's first question): the turn
+/// ends with it, so nothing ever follows. A short answer (a sentence or two) that puts
+/// the member off; a long one that says "let me check" on the way to its answer is one.
+fn only_defers(answer: &str) -> bool {
+    static DEFERS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(please (wait|hold on|stand by|be patient)|wait a (moment|second|sec|minute|bit)|(one|a) moment,? please|just a (moment|second|sec|minute)|give me a (moment|second|sec|minute)|hold on|let me (check|look|find|search|get|fetch|see|retrieve)|i'?ll (get back to you|check|look (it|that) up|find out|let you know|fetch|retrieve))\b",
+        )
+        .expect("a valid regex")
+    });
+    const SHORT: usize = 100;
+    let plain = crate::render::plain_text(answer);
+    plain.trim().chars().count() <= SHORT && DEFERS.is_match(&plain)
 }
 
 /// Keys of what richbot's tools return: their results and their errors.

@@ -146,3 +146,26 @@ fn unreadable_calls_empty_answers_and_broken_promises_are_corrected_twice_then_r
     let Verdict::Correct(told) = fresh.judge(&promise, &asked, &tools()) else { panic!("corrected") };
     assert!(told.contains("schedule"), "{told}");
 }
+
+#[test]
+fn an_answer_that_only_asks_the_member_to_wait_goes_back_to_the_model() {
+    let turn = [Message::User("@alice:x: What's the weather like in Porto today?".into())];
+    for deferred in [
+        "To find the current weather in Porto, please wait a moment.",
+        "Let me check that for you.",
+        "One moment, please! I'll get back to you.",
+    ] {
+        assert_eq!(
+            Review::default().judge(&reply(deferred), &turn, &tools()),
+            Verdict::Correct(strings::CORRECT_DEFERRED.into()),
+            "{deferred}"
+        );
+    }
+    // An answer that says "let me check" on its way to the answer is the answer.
+    let answered = "Let me check: Porto in December is usually mild, around 10-15 °C, with rain most weeks. \
+                    For today's weather, a forecast site or app will have the live figures.";
+    assert_eq!(Review::default().judge(&reply(answered), &turn, &tools()), Verdict::Show(answered.into()));
+    // Words that only look alike are an answer.
+    let advice = "Wait times in Porto's airport are short in December.";
+    assert_eq!(Review::default().judge(&reply(advice), &turn, &tools()), Verdict::Show(advice.into()));
+}
