@@ -19,7 +19,7 @@ use crate::matrix;
 use crate::personas::Personas;
 use crate::store::{Store, StoredEvent};
 use crate::strings;
-use crate::turn::{Outcome, Turns};
+use crate::turn::{Outcome, Parties, Turns};
 
 /// The power level that may change a room's mode.
 const MODE_LEVEL: i64 = 50;
@@ -41,12 +41,12 @@ impl Commands {
     pub async fn run(
         &self,
         command: &Command,
-        (room, persona, asker): (&RoomId, &UserId, &UserId),
+        who: Parties<'_>,
         events: &[StoredEvent],
         is_dm: bool,
         turns: &Turns,
     ) -> Result<(), Error> {
-        let who = (room, persona, asker);
+        let Parties { room, persona, asker } = who;
         let outcome = Outcome::Command(command.name().to_owned());
         let text = match command {
             Command::Usage => {
@@ -79,7 +79,7 @@ impl Commands {
                 }
             }
             Command::Schedules | Command::Unschedule(_) | Command::Timezone(_) => {
-                self.schedule_command(command, (room, persona, asker), is_dm).await?
+                self.schedule_command(command, who, is_dm).await?
             }
             Command::Unknown(word) => strings::unknown_command(word),
         };

@@ -20,7 +20,7 @@ use crate::crypto::{Crypto, Decryption};
 use crate::personas::Personas;
 use crate::store::{Store, StoredEvent};
 use crate::strings;
-use crate::turn::{Outcome, Turns};
+use crate::turn::{Outcome, Parties, Turns};
 
 /// A room is told of messages it could not read at most this often.
 const TELL_EVERY_MS: i64 = 3_600_000;
@@ -111,7 +111,7 @@ impl Decrypter {
                 if from_member && self.store.take_undecryptable_notice(room, now_ms(), TELL_EVERY_MS).await? =>
             {
                 let sender = event.sender.clone();
-                let who = (room, &**persona, &*sender);
+                let who = Parties { room, persona, asker: &sender };
                 turns.notice(who, &[event], strings::UNDECRYPTABLE.to_owned(), Outcome::Undecryptable).await?;
             }
             _ => self.store.mark_processed(&[event.seq]).await?,

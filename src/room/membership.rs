@@ -29,7 +29,7 @@ use crate::personas::{Persona, Personas};
 use crate::render;
 use crate::store::{Store, StoredEvent};
 use crate::strings;
-use crate::turn::{Outcome, Turns};
+use crate::turn::{Outcome, Parties, Turns};
 
 /// Applies member events.
 #[derive(Debug)]
@@ -90,7 +90,13 @@ impl Membership {
 
     async fn say_encrypted(&self, room: &RoomId, persona: &UserId, asker: &UserId, turns: &Turns) -> Result<(), Error> {
         tracing::info!(%room, %persona, "the room is encrypted; saying so");
-        Box::pin(turns.notice((room, persona, asker), &[], strings::ENCRYPTED.to_owned(), Outcome::Encrypted)).await?;
+        Box::pin(turns.notice(
+            Parties { room, persona, asker },
+            &[],
+            strings::ENCRYPTED.to_owned(),
+            Outcome::Encrypted,
+        ))
+        .await?;
         if self.policy.leave_encrypted {
             self.matrix.leave(room, persona).await?;
             self.store.set_membership(room, persona, "leave").await?;

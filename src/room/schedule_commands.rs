@@ -5,13 +5,12 @@
 //! - `!timezone [zone]`: shows or sets the asker's IANA zone, told to the model and used
 //!   for the times richbot writes them.
 
-use ruma::{RoomId, UserId};
-
 use super::Error;
 use super::command_syntax::Command;
 use super::commands::Commands;
 use crate::clock::now_ms;
 use crate::schedules::{self, when};
+use crate::turn::Parties;
 
 /// Schedules listed at most in one answer.
 const LISTED: usize = 30;
@@ -21,9 +20,10 @@ impl Commands {
     pub(super) async fn schedule_command(
         &self,
         command: &Command,
-        (room, persona, asker): (&RoomId, &UserId, &UserId),
+        who: Parties<'_>,
         is_dm: bool,
     ) -> Result<String, Error> {
+        let Parties { room, persona, asker } = who;
         let now = now_ms();
         let steward = !is_dm && self.may_set_mode(room, persona, asker).await?;
         Ok(match command {

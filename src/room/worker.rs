@@ -36,7 +36,7 @@ use crate::metrics::Metrics;
 use crate::personas::{self, Persona};
 use crate::store::{Store, StoredEvent};
 use crate::strings;
-use crate::turn::{Outcome, Press, Turns};
+use crate::turn::{Outcome, Parties, Press, Turns};
 
 /// Everything a room worker needs.
 #[derive(Debug)]
@@ -217,7 +217,7 @@ impl Worker {
             let stale_events: Vec<StoredEvent> = stale.iter().map(|(e, _)| (*e).clone()).collect();
             let first = lock(&self.told_away).insert(room.to_owned());
             if first {
-                let who = (room, &*persona.user_id, &*last.sender);
+                let who = Parties { room, persona: &persona.user_id, asker: &last.sender };
                 self.turns.notice(who, &stale_events, strings::AWAY.to_owned(), Outcome::Away).await?;
             } else {
                 self.store.mark_processed(&stale_events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
@@ -232,7 +232,7 @@ impl Worker {
         let asker = &*first.sender;
         let events: Vec<StoredEvent> = batch.iter().map(|(e, _, _)| (*e).clone()).collect();
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-        let who = (room, &*persona.user_id, asker);
+        let who = Parties { room, persona: &persona.user_id, asker };
         let kind = if matches!(trigger, Trigger::Command(_)) { Kind::Command } else { Kind::Turn { group: !is_dm } };
         // A schedule's occurrence is bounded by `[schedules]`, not the turn buckets; pictures
         // counted while they waited are not counted again.
@@ -275,7 +275,7 @@ impl Worker {
                 let admit = self.limiter.admit(room, &picture.sender, Kind::Turn { group: !is_dm }, now_ms());
                 if admit != Admit::Go {
                     self.coalesce.settle(&[picture.seq]);
-                    let who = (room, &*persona.user_id, &*picture.sender);
+                    let who = Parties { room, persona: &persona.user_id, asker: &picture.sender };
                     self.refuse(who, std::slice::from_ref(picture), admit).await?;
                 }
             }
@@ -284,13 +284,8 @@ impl Worker {
     }
 
     /// `events` refused by the limiter: dropped while cooling, told once when it trips.
-    async fn refuse(
-        &self,
-        who: (&RoomId, &ruma::UserId, &ruma::UserId),
-        events: &[StoredEvent],
-        admit: Admit,
-    ) -> Result<(), Error> {
-        let (room, _, asker) = who;
+    async fn refuse(&self, who: Parties<'_>, events: &[StoredEvent], admit: Admit) -> Result<(), Error> {
+        let Parties { room, asker, .. } = who;
         match admit {
             Admit::Tripped { who: whose, until } => {
                 let minutes = u64::try_from((until - now_ms() + 59_999) / 60_000).unwrap_or(1).max(1);

@@ -90,7 +90,7 @@ fn millis(d: Duration) -> i64 {
 pub use context::Press;
 pub use outcome::{Outcome, UnknownOutcome};
 pub use scheduled::ScheduleKit;
-pub use scope::Scope;
+pub use scope::{Parties, Scope};
 
 /// How a turn is run, from the configuration.
 #[derive(Debug, Clone, Copy)]
@@ -281,12 +281,12 @@ impl Turns {
     /// claiming `seqs` (so they are answered by it, and by nothing else).
     pub async fn notice(
         &self,
-        scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
+        parties: Parties<'_>,
         events: &[StoredEvent],
         text: String,
         outcome: Outcome,
     ) -> Result<Outcome, Error> {
-        let (room, persona, asker) = scope_of;
+        let Parties { room, persona, asker } = parties;
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let notice = Notice { outcome: outcome.to_string(), text };
         let turn = self.store.start_turn(room, persona, asker, &seqs, Some(&notice), now_ms()).await?;

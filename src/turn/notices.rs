@@ -134,20 +134,18 @@ impl super::Turns {
     /// too, when they are heard), as a notice turn.
     pub async fn usage(
         &self,
-        scope_of: (&ruma::RoomId, &ruma::UserId, &ruma::UserId),
+        parties: super::Parties<'_>,
         events: &[crate::store::StoredEvent],
     ) -> Result<super::Outcome, super::Error> {
-        let (u, limit) = self.budget.day_use(&self.store, scope_of.2).await?;
-        let mut text = strings::usage(scope_of.2.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
+        let asker = parties.asker;
+        let (u, limit) = self.budget.day_use(&self.store, asker).await?;
+        let mut text = strings::usage(asker.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
         if let Some(listening) = &self.voice.listening {
-            let heard = self.store.audio_seconds_today(scope_of.2, crate::clock::now_ms()).await?;
+            let heard = self.store.audio_seconds_today(asker, crate::clock::now_ms()).await?;
             let limit = listening.seconds_per_day;
-            text.push_str(&strings::voice_usage(
-                heard,
-                Some(limit).filter(|n| *n > 0 && !self.budget.exempt(scope_of.2)),
-            ));
+            text.push_str(&strings::voice_usage(heard, Some(limit).filter(|n| *n > 0 && !self.budget.exempt(asker))));
         }
-        self.notice(scope_of, events, text, super::Outcome::Command("usage".to_owned())).await
+        self.notice(parties, events, text, super::Outcome::Command("usage".to_owned())).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! Where a turn happens and for whom ([`Scope`]), settled from the turn's record and its
 //! events before anything else runs.
 
-use ruma::{OwnedEventId, OwnedRoomId, OwnedUserId};
+use ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
 
 use super::Turns;
 use crate::store::{self, StoredEvent, TurnRow};
@@ -20,7 +20,22 @@ pub struct Scope {
     pub reply_to: Option<OwnedEventId>,
 }
 
+/// Who talks to whom, and where: the room, the persona that answers and the member who
+/// asked. What a notice, a command or a refusal needs of a scope, named so that the
+/// persona and the asker cannot be swapped unseen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parties<'a> {
+    pub room: &'a RoomId,
+    pub persona: &'a UserId,
+    pub asker: &'a UserId,
+}
+
 impl Scope {
+    /// The room, persona and asker of the turn.
+    pub fn parties(&self) -> Parties<'_> {
+        Parties { room: &self.room, persona: &self.persona, asker: &self.asker }
+    }
+
     /// How the turn's text answers relate to the conversation.
     pub fn relation(&self) -> crate::render::Relation<'_> {
         crate::render::Relation { reply_to: self.reply_to.as_deref(), thread: self.thread.as_deref() }
