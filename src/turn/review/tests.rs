@@ -87,6 +87,8 @@ fn a_copied_tool_result_is_never_shown() {
     for made_up in [
         "```\n{\n  \"event_id\": \"null\",\n  \"next_times\": []\n}\n```",
         r#"{"event_id": "$x"}"#,
+        // Half a result, half a rich message's arguments (the benchmark's countdown).
+        r#"{"event_id": "1", "fallback": "Countdown: New Year 2027 is in 9 months, 2 days, and 1 hour."}"#,
         "<tool_response>Try again with the weather temperature as a number.</tool_response>",
     ] {
         assert_eq!(
