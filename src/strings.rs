@@ -318,6 +318,10 @@ pub const CORRECT_EMPTY: &str = "(richbot) Your last answer was empty (notes and
 pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a tool's result, which is for you, not \
      the member. If it is an error, make the call again as it says; else tell the member in plain words.";
 
+/// Told to the model when it answered "No reply." before anything was posted.
+pub const CORRECT_BARE_NO_REPLY: &str = "(richbot) \"No reply.\" would be posted to the member as it is. Answer \
+     them in words, or answer exactly [no reply] to post nothing.";
+
 /// Told to the model when its answer only asks the member to wait: nothing follows it.
 pub const CORRECT_DEFERRED: &str = "(richbot) Nothing runs after your answer: no one comes back to the member \
      once it is posted. Answer now with what you know (a tool call first, if one can help), or say plainly that you \

@@ -68,6 +68,11 @@ impl Review {
             Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
         } else if sends_the_member_to_a_tool(&text, tools) {
             Some((strings::CORRECT_MEMBER_CANNOT_CALL.to_owned(), strings::COULD_NOT_ANSWER))
+        } else if says_no_reply_bare(&text) && !asked(messages).contains('?') {
+            // Nothing is out yet: "No reply." would be posted as it is. Asked again, the
+            // model answers or writes the marker; if it never does, nothing is posted. (To
+            // a question, "Did Bob write back?", it may be the answer.)
+            Some((strings::CORRECT_BARE_NO_REPLY.to_owned(), strings::NO_REPLY))
         } else if only_defers(&text) {
             Some((strings::CORRECT_DEFERRED.to_owned(), strings::COULD_NOT_ANSWER))
         } else {
@@ -216,13 +221,19 @@ pub(super) fn posted(messages: &[Message]) -> bool {
     })
 }
 
+/// Whether `answer` is the no-reply marker without its brackets ("No reply.", the
+/// benchmark's answer to "Thanks, you're very helpful!"): the model means to post
+/// nothing, but those words would be posted.
+fn says_no_reply_bare(answer: &str) -> bool {
+    let lower = answer.to_lowercase();
+    lower.trim().trim_end_matches(['.', '!']).trim() == strings::NO_REPLY.trim_matches(['[', ']'])
+}
+
 /// Whether an answer after a posted message means to say nothing more, as small models
 /// write it: the marker within a sentence ("To end your turn, type exactly [no reply].")
 /// or without its brackets ("No reply.").
 fn means_no_reply(answer: &str) -> bool {
-    let lower = answer.to_lowercase();
-    let bare = lower.trim().trim_end_matches(['.', '!']).trim();
-    lower.contains(strings::NO_REPLY) || bare == strings::NO_REPLY.trim_matches(['[', ']'])
+    answer.to_lowercase().contains(strings::NO_REPLY) || says_no_reply_bare(answer)
 }
 
 /// Whether an answer after a posted message talks of the machinery rather than to the

@@ -40,8 +40,9 @@ fn after_a_posted_message_no_reply_in_any_form_is_nothing_to_post() {
     assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
     let toolbox = reply("A hammer is the tool responsible for most of it.");
     assert_eq!(review.judge(&toolbox, &turn, &tools()), Verdict::Show(toolbox.text.clone().unwrap_or_default()));
-    // Before anything was posted, "No reply." may be the answer ("Did Bob write back?").
-    assert_eq!(review.judge(&reply("No reply."), &turn[..1], &tools()), Verdict::Show("No reply.".into()));
+    // Before anything was posted, "No reply." may be the answer to a question.
+    let question = [Message::User("@alice:x: Did Bob write back?".into())];
+    assert_eq!(review.judge(&reply("No reply."), &question, &tools()), Verdict::Show("No reply.".into()));
 }
 
 #[test]
@@ -170,4 +171,24 @@ fn an_answer_that_only_asks_the_member_to_wait_goes_back_to_the_model() {
     // Words that only look alike are an answer.
     let advice = "Wait times in Porto's airport are short in December.";
     assert_eq!(Review::default().judge(&reply(advice), &turn, &tools()), Verdict::Show(advice.into()));
+}
+
+#[test]
+fn no_reply_without_its_brackets_before_anything_is_posted_is_asked_again_then_nothing() {
+    let turn = [Message::User("@alice:x: Thanks, you're very helpful!".into())];
+    let review = Review::default();
+    for _ in 0..2 {
+        assert_eq!(
+            review.judge(&reply("No reply."), &turn, &tools()),
+            Verdict::Correct(strings::CORRECT_BARE_NO_REPLY.into())
+        );
+    }
+    assert_eq!(
+        review.judge(&reply("no reply"), &turn, &tools()),
+        Verdict::Replace(strings::NO_REPLY.into()),
+        "never posted as it is: the marker, which posts nothing"
+    );
+    // Words around it are an answer.
+    let answer = "No reply is needed, you're welcome!";
+    assert_eq!(Review::default().judge(&reply(answer), &turn, &tools()), Verdict::Show(answer.into()));
 }
