@@ -1,5 +1,9 @@
 //! Sentences room members see, in one place. richbot's own status, error and limit
-//! messages go out as `m.notice`, which bots (richbot included) never answer.
+//! messages go out as `m.notice`, which bots (richbot included) never answer. What
+//! richbot tells the model (its corrections) is in `model`.
+
+mod model;
+pub use model::*;
 
 /// What the model says when its rich message said it all.
 pub const NO_REPLY: &str = "[no reply]";
@@ -293,83 +297,11 @@ pub const VOICE_FAILED: &str = "🎤 I couldn't make out your voice message: my 
 pub const VOICE_MISCONFIGURED: &str = "🎤 I couldn't make out your voice message: my connection to my \
      transcription service is misconfigured. The admin has been told; please type your question.";
 
-/// How a correction to the model starts (a user turn richbot writes, not a member).
-pub const CORRECTION: &str = "(richbot) ";
-
-/// Told to the model when its answer was a tool call written as text that could not be read.
-pub const CORRECT_WRITTEN_CALL: &str = "(richbot) Your last answer wrote a tool call as text, and it could not be \
-     read or named no tool you have, so nothing was done and nothing was posted. Make the call itself with one of \
-     your tools (block types such as weather or table are not tools: they go in rich_send's payload), or answer in \
-     plain words.";
-
-/// In `rich_send`'s result: the message is out (small models otherwise thank the member
-/// for the event id, or post the message's text again).
-pub const POSTED: &str = "It is in the room now. If it said everything, reply exactly [no reply].";
-
-/// In `schedule`'s result: small models otherwise end the turn with nothing said, and the
-/// member does not know the reminder is set.
-pub const SCHEDULED: &str = "Set. Tell the member in one short sentence what will happen, and when.";
-
-/// Told to the model when its answer was empty once the notes it copied were taken out.
-pub const CORRECT_EMPTY: &str = "(richbot) Your last answer was empty (notes and ids are taken out of answers). \
-     Answer the member in plain words, or with a tool call.";
-
-/// Told to the model when its answer was a tool's result (richbot's JSON), copied.
-pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a tool's result, which is for you, not \
-     the member. If it is an error, make the call again as it says; else tell the member in plain words.";
-
-/// Told to the model when it answered "No reply." before anything was posted.
-pub const CORRECT_BARE_NO_REPLY: &str = "(richbot) \"No reply.\" would be posted to the member as it is. Answer \
-     them in words, or answer exactly [no reply] to post nothing.";
-
-/// Told to the model when its answer only asks the member to wait: nothing follows it.
-pub const CORRECT_DEFERRED: &str = "(richbot) Nothing runs after your answer: no one comes back to the member \
-     once it is posted. Answer now with what you know (a tool call first, if one can help), or say plainly that you \
-     cannot; do not ask them to wait.";
-
-/// Told to the model when its answer sends the member to a function or tool.
-pub const CORRECT_MEMBER_CANNOT_CALL: &str = "(richbot) The member cannot call functions or tools; only you can. \
-     Make the call yourself (a block goes in rich_send's payload), or answer in plain words; if you do not know \
-     the facts (live weather, prices), say so.";
-
-/// Told to the model when its answer says it did what only `tool` does, and no `tool` call
-/// succeeded.
-pub fn correct_promise(what: &str, tool: &str, asked: bool) -> String {
-    if asked {
-        return format!(
-            "(richbot) The member asked for what only {tool} does, and no {tool} call succeeded in this turn, so \
-             nothing was done. Call {tool} now, or tell the member plainly that you cannot."
-        );
-    }
-    format!(
-        "(richbot) Your answer says you {what}, but no {tool} call succeeded in this turn, so nothing was done. Call \
-         {tool} now, or tell the member plainly that it was not done."
-    )
-}
-
-/// Told to the model when it wrote a call of `tool` as text that the member did not ask
-/// for (`does`: what it would have done): it was not run.
-pub fn correct_unasked(tool: &str, does: &str) -> String {
-    format!(
-        "(richbot) You wrote a {tool} call as text, and it was not run: the member did not ask for {does}. Answer \
-         what they asked, in words or with rich_send."
-    )
-}
-
 /// What the member reads when the model gave no answer fit to post, after its corrections.
 pub const COULD_NOT_ANSWER: &str = "I couldn't put an answer together this time. Please ask again, perhaps in \
      other words.";
 
 /// What the member reads when the model kept saying it did what no tool did.
-/// Asked of the model, for its output held to the call's schema, when the member asked for
-/// what only `tool` does and its answer did not call it: `fields` say what to fill in.
-pub fn fill_call(tool: &str, fields: &str) -> String {
-    format!(
-        "(richbot) No {tool} call was made, so nothing was done yet. Write the arguments of the {tool} call that \
-         does what the member asked, as one JSON object: {fields}."
-    )
-}
-
 pub const PROMISE_NOT_KEPT: &str = "I couldn't do that just now: nothing was set up or sent. Please ask again.";
 
 /// What a live message says when the answer it showed was sent back to the model and no
