@@ -66,6 +66,13 @@ pub struct Worker {
 /// An event that starts a turn, with its persona and reason.
 type Started<'a> = (&'a StoredEvent, &'a Persona, Trigger);
 
+/// A step's events that need a persona: those that waited past their time, and those that
+/// start a turn (or a command).
+struct Sorted<'a> {
+    stale: Vec<(&'a StoredEvent, &'a Persona)>,
+    started: Vec<Started<'a>>,
+}
+
 impl Worker {
     pub fn new(
         store: Store,
@@ -148,19 +155,37 @@ impl Worker {
     /// The step itself; `one` (stepping carefully): only the first pending event, whose
     /// seq it is set to.
     async fn step_events(&self, room: &RoomId, one: Option<&mut Option<i64>>) -> Result<bool, Error> {
-        if self.shared || lock(&self.unsettled).contains(room) {
-            match self.store.unfinished_turn(room).await? {
-                Some((turn, events)) => {
-                    tracing::info!(turn = turn.id, %room, "resuming a turn cut short");
-                    let presses = self.triage.presses_of(&turn, &events).await?;
-                    self.turns.run(&turn, &events, &presses).await?;
-                    return Ok(true);
-                }
-                None => {
-                    lock(&self.unsettled).remove(room);
-                }
-            }
+        if self.resume(room).await? {
+            return Ok(true);
         }
+        let events = self.pending(room, one).await?;
+        let Sorted { stale, started } = self.sort(room, &events).await?;
+        if !stale.is_empty() {
+            self.tell_away(room, &stale).await?;
+            return Ok(!started.is_empty());
+        }
+        self.start(room, &started).await
+    }
+
+    /// Resumes the room's turn that a crash or a stop cut short, if there is one (looked
+    /// for among several instances, or after this one's own restart).
+    async fn resume(&self, room: &RoomId) -> Result<bool, Error> {
+        if !(self.shared || lock(&self.unsettled).contains(room)) {
+            return Ok(false);
+        }
+        let Some((turn, events)) = self.store.unfinished_turn(room).await? else {
+            lock(&self.unsettled).remove(room);
+            return Ok(false);
+        };
+        tracing::info!(turn = turn.id, %room, "resuming a turn cut short");
+        let presses = self.triage.presses_of(&turn, &events).await?;
+        self.turns.run(&turn, &events, &presses).await?;
+        Ok(true)
+    }
+
+    /// The room's pending events (only the first, when `one` asks for it and is told its
+    /// `seq`), encrypted ones decrypted.
+    async fn pending(&self, room: &RoomId, one: Option<&mut Option<i64>>) -> Result<Vec<StoredEvent>, Error> {
         let mut events = self.store.pending_events(room).await?;
         if let Some(head) = one {
             events.truncate(1);
@@ -169,10 +194,16 @@ impl Worker {
         if let Some(decrypter) = self.decrypting() {
             events = decrypter.clear(room, events, &self.turns).await?;
         }
+        Ok(events)
+    }
+
+    /// Handles what needs no turn (memberships, redactions, votes, verification requests,
+    /// what is not for a persona) and marks it processed; sorts the rest into stale
+    /// triggers and triggers that start a turn.
+    async fn sort<'a>(&'a self, room: &RoomId, events: &'a [StoredEvent]) -> Result<Sorted<'a>, Error> {
         let mut quiet = Vec::new();
-        let mut stale = Vec::new();
-        let mut started: Vec<Started<'_>> = Vec::new();
-        for event in &events {
+        let mut sorted = Sorted { stale: Vec::new(), started: Vec::new() };
+        for event in events {
             match event.event_type.as_str() {
                 // Applied and done at once: a later event that fails the step must not
                 // make this one (a join and its greeting) happen again.
@@ -197,35 +228,44 @@ impl Worker {
                     }
                 }
                 crate::schedules::EVENT_TYPE => match self.triage.scheduled(event, &self.metrics).await? {
-                    Some(persona) => started.push((event, persona, Trigger::Scheduled)),
+                    Some(persona) => sorted.started.push((event, persona, Trigger::Scheduled)),
                     None => quiet.push(event.seq),
                 },
                 "m.room.message" | "m.sticker" | "m.reaction" => match self.triage.trigger_of(event).await? {
                     Some((_, Trigger::Vote { poll, answer })) => {
                         quiet.push(self.commands.vote(event, poll, &answer).await?)
                     }
-                    Some((persona, _)) if self.triage.stale(event) => stale.push((event, persona)),
-                    Some((persona, trigger)) => started.push((event, persona, trigger)),
+                    Some((persona, _)) if self.triage.stale(event) => sorted.stale.push((event, persona)),
+                    Some((persona, trigger)) => sorted.started.push((event, persona, trigger)),
                     None => quiet.push(event.seq),
                 },
                 _ => quiet.push(event.seq),
             }
         }
         self.store.mark_processed(&quiet).await?;
-        if let Some(&(last, persona)) = stale.last() {
-            Metrics::add(&self.metrics.events_stale, stale.len() as u64);
-            let stale_events: Vec<StoredEvent> = stale.iter().map(|(e, _)| (*e).clone()).collect();
-            let first = lock(&self.told_away).insert(room.to_owned());
-            if first {
-                let who = Parties { room, persona: &persona.user_id, asker: &last.sender };
-                self.turns.notice(who, &stale_events, strings::AWAY.to_owned(), Outcome::Away).await?;
-            } else {
-                self.store.mark_processed(&stale_events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
-            }
-            return Ok(!started.is_empty());
+        Ok(sorted)
+    }
+
+    /// Triggers that waited past their time (richbot was away): told once, as a notice,
+    /// until the room is answered again; after that, only marked processed.
+    async fn tell_away(&self, room: &RoomId, stale: &[(&StoredEvent, &Persona)]) -> Result<(), Error> {
+        let Some(&(last, persona)) = stale.last() else { return Ok(()) };
+        Metrics::add(&self.metrics.events_stale, stale.len() as u64);
+        let stale_events: Vec<StoredEvent> = stale.iter().map(|(e, _)| (*e).clone()).collect();
+        if lock(&self.told_away).insert(room.to_owned()) {
+            let who = Parties { room, persona: &persona.user_id, asker: &last.sender };
+            self.turns.notice(who, &stale_events, strings::AWAY.to_owned(), Outcome::Away).await?;
+        } else {
+            self.store.mark_processed(&stale_events.iter().map(|e| e.seq).collect::<Vec<_>>()).await?;
         }
+        Ok(())
+    }
+
+    /// Starts the first batch of `started` that goes now, within the limits: a command, a
+    /// turn, or a refusal. Whether more triggers wait.
+    async fn start(&self, room: &RoomId, started: &[Started<'_>]) -> Result<bool, Error> {
         let is_dm = self.store.joined_members(room).await?.len() == 2;
-        let Some(batch) = self.ready_batch(room, &started, is_dm).await? else { return Ok(false) };
+        let Some(batch) = self.ready_batch(room, started, is_dm).await? else { return Ok(false) };
         let more = started.len() > batch.len();
         lock(&self.told_away).remove(room);
         let (first, persona, trigger) = batch[0];
