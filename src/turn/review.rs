@@ -58,6 +58,11 @@ impl Review {
             // The marker itself: the turn ends as any `[no reply]` does.
             return Verdict::Show(strings::NO_REPLY.to_owned());
         }
+        if strings::is_no_reply(&text) && !posted(messages) && corrected(messages) {
+            // Told to answer, the model chose silence: the member asked and would get
+            // nothing at all (the benchmark's weather question, after "please wait").
+            return Verdict::Replace(strings::COULD_NOT_ANSWER.to_owned());
+        }
         let wrong = if reply.unreadable_text {
             Some((strings::CORRECT_WRITTEN_CALL.to_owned(), strings::COULD_NOT_ANSWER))
         } else if reply.text.as_deref().is_some_and(|t| !t.trim().is_empty())
@@ -219,6 +224,12 @@ pub(super) fn posted(messages: &[Message]) -> bool {
             .is_ok_and(|v| v.get("event_id").is_some() && v.get("error").is_none()),
         _ => false,
     })
+}
+
+/// Whether richbot sent an answer of this turn back to the model (a correction is in
+/// `messages`: corrections are this turn's alone, never history).
+fn corrected(messages: &[Message]) -> bool {
+    messages.iter().any(|m| matches!(m, Message::User(t) if t.starts_with(strings::CORRECTION)))
 }
 
 /// Whether `answer` is the no-reply marker without its brackets ("No reply.", the

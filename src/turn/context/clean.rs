@@ -1,7 +1,8 @@
 //! Answers cleaned of what a model copies from its prompt. Small models imitate how the
 //! conversation is shown to them: a note line (`[Now: … Asked by: …]`, [`note`](super::note)),
 //! a speaker prefix (`@richbot:x:` or `@alice:x [$id]:`), an id line (`[event_id: $…]`,
-//! as older prompts showed the persona's own messages). None of those is for a member:
+//! as older prompts showed the persona's own messages), the tag of richbot's corrections
+//! (`(richbot)`, copied as `[richbot]` too). None of those is for a member:
 //! they are taken out of every answer before it is posted. What is left may be empty: the
 //! turn then asks the model again rather than post nothing.
 
@@ -14,6 +15,9 @@ use super::note::OPEN;
 /// A speaker prefix at the start of an answer: `@user:server` (and an id), then `:`.
 static SPEAKER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^@[^\s]+?(?:\s*\[\$[^\]\s]*\])?:\s+").expect("a valid regex"));
+/// The tag richbot's corrections start with (`strings::CORRECTION`), copied at the start
+/// of an answer, in either brackets.
+static TAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)^[\[(]richbot[\])]:?\s*").expect("a valid regex"));
 /// An id annotation alone on its line, and one anywhere: `[event_id: $x]`, `[$x]`.
 static ID_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^[ \t]*\[(?:event_id:\s*)?\$[A-Za-z0-9._~:/+=-]+\][ \t]*(?:\r?\n|$)").expect("a valid regex")
@@ -34,8 +38,8 @@ pub fn clean_answer(text: &str) -> String {
     }
     let joined = lines.join("\n");
     let mut out = joined.trim().to_owned();
-    // A speaker prefix, perhaps twice ("@richbot:x: @alice:x [$e]: …").
-    while let Some(m) = SPEAKER.find(&out) {
+    // A speaker prefix or a correction's tag, perhaps twice ("@richbot:x: @alice:x [$e]: …").
+    while let Some(m) = SPEAKER.find(&out).or_else(|| TAG.find(&out)) {
         out = out[m.end()..].to_owned();
     }
     let out = ID_LINE.replace_all(&out, "");
@@ -59,6 +63,9 @@ mod tests {
             ("A list:\n- one\n- two", "A list:\n- one\n- two"),
             ("Email me@example.org: no prefix at the start.", "Email me@example.org: no prefix at the start."),
             ("```\n[$x] in code\n```", "```\n in code\n```"),
+            ("[richbot] I'm sorry, I can't look that up.", "I'm sorry, I can't look that up."),
+            ("(richbot) Lisbon.", "Lisbon."),
+            ("richbot is my name.", "richbot is my name."),
         ];
         for (text, want) in cases {
             assert_eq!(clean_answer(text), want, "{text:?}");

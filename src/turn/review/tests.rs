@@ -192,3 +192,17 @@ fn no_reply_without_its_brackets_before_anything_is_posted_is_asked_again_then_n
     let answer = "No reply is needed, you're welcome!";
     assert_eq!(Review::default().judge(&reply(answer), &turn, &tools()), Verdict::Show(answer.into()));
 }
+
+#[test]
+fn silence_chosen_after_a_correction_with_nothing_posted_is_the_honest_sentence() {
+    let asked = Message::User("@alice:x: What's the weather like in Porto today?".into());
+    let deferred = Message::Assistant { text: Some("Please wait a moment.".into()), tool_calls: Vec::new() };
+    let told = Message::User(strings::CORRECT_DEFERRED.into());
+    let turn = [asked.clone(), deferred, told];
+    assert_eq!(
+        Review::default().judge(&reply("[No reply.]"), &turn, &tools()),
+        Verdict::Replace(strings::COULD_NOT_ANSWER.into())
+    );
+    // Without a correction, the marker is the model's to give ("ok" needs no answer).
+    assert_eq!(Review::default().judge(&reply("[no reply]"), &[asked], &tools()), Verdict::Show("[no reply]".into()));
+}
