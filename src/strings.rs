@@ -314,6 +314,15 @@ pub fn is_withdrawn(text: &str) -> bool {
     t == WITHDRAWN || t == WITHDRAWN.trim_matches('_')
 }
 
+/// Whether a message of the persona's is richbot's stand-in for an answer the model did
+/// not give: a withdrawn answer, or the honest sentence posted instead. None is the
+/// model's own words, and a model shown one imitates it (after "I couldn't put an answer
+/// together", the benchmark's model declined the next three questions).
+pub fn is_stand_in(text: &str) -> bool {
+    let t = text.trim();
+    is_withdrawn(t) || t == COULD_NOT_ANSWER || t == PROMISE_NOT_KEPT
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

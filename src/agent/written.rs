@@ -20,7 +20,7 @@
 use serde_json::{Map, Value};
 
 use super::{Reply, ToolCall, ToolSpec};
-use lenient::{json, payload_wrapped};
+use lenient::{json, payload_wrapped, salvaged_message};
 
 mod lenient;
 mod shown;
@@ -233,7 +233,12 @@ fn inline_calls(text: &str) -> Vec<Candidate<'_>> {
 /// The calls a candidate holds: `None` when it is not JSON, an empty list when it is
 /// JSON that calls nothing offered.
 fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec], text: &str) -> Option<Vec<(String, Value)>> {
-    let value = json(c.body)?;
+    let Some(value) = json(c.body) else {
+        // Broken JSON that still holds a rich message, as the whole answer or wrapped as a
+        // call: that message.
+        let sends = (c.alone || c.wrapped) && tools.iter().any(|t| t.name == RICH_SEND);
+        return sends.then(|| salvaged_message(c.body)).flatten().map(|args| vec![(RICH_SEND.to_owned(), args)]);
+    };
     if let Some(tool) = c.tagged {
         // The tag names the tool: the body is its arguments (or a call of it).
         return Some(match &value {
@@ -363,9 +368,10 @@ fn plainly_a_call(c: &Candidate<'_>, item: &Value) -> bool {
 }
 
 /// Whether a candidate that holds no readable call names an offered tool as a call would
-/// (a tag, or `"name": "T"`): a call gone wrong, not prose.
+/// (a tag, or `"name": "T"`), or holds a rich message's keys: a call gone wrong, not prose.
 fn names_a_tool(c: &Candidate<'_>, tools: &[ToolSpec]) -> bool {
     c.tagged.is_some()
+        || (c.body.contains("\"payload\"") && c.body.contains("\"blocks\""))
         || tools.iter().any(|t| {
             let quoted = format!("\"{}\"", t.name);
             c.body.contains(&quoted) && (c.body.contains("\"name\"") || c.body.contains("\"arguments\""))

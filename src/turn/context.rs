@@ -207,9 +207,9 @@ fn as_message(event: &StoredEvent, persona: &UserId, edited: Option<&str>, parts
         return None;
     }
     if event.sender == persona {
-        // A live answer withdrawn (the model was corrected) said nothing: a model shown it
-        // imitates it, or loses its way.
-        if crate::strings::is_withdrawn(body) {
+        // A live answer withdrawn (the model was corrected) said nothing, and the honest
+        // sentence in place of an answer is richbot's: a model shown either imitates it.
+        if crate::strings::is_stand_in(body) {
             return None;
         }
         // The persona's own words as it wrote them: an id here would be copied into answers.

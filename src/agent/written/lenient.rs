@@ -1,6 +1,7 @@
 //! JSON as small models write it: a template's doubled braces, quotes escaped as if
 //! inside a string, several objects in a row, and a rich message's payload written in
-//! place of its arguments. Read leniently, and only where strict reading failed.
+//! place of its arguments, a rich message inside arguments broken elsewhere. Read
+//! leniently, and only where strict reading failed.
 
 use serde_json::{Map, Value};
 
@@ -53,4 +54,27 @@ pub(super) fn payload_wrapped(name: &str, arguments: Value) -> Value {
     }
     fields.insert("payload".to_owned(), Value::Object(payload));
     Value::Object(fields)
+}
+
+/// A rich message's payload (and fallback) read out of arguments whose JSON is broken
+/// elsewhere: Qwen2.5-Coder-1.5B, asked for a countdown in the benchmark, copied the turn
+/// note's id list, quotes and all, into `thread`, and wrote a valid `payload` after it.
+/// The first `"payload"` value that parses on its own and has `blocks`, with the
+/// `"fallback"` string when that parses too.
+pub(super) fn salvaged_message(body: &str) -> Option<Value> {
+    let payload = value_after(body, "\"payload\"").filter(|p| p.get("blocks").is_some_and(Value::is_array))?;
+    let mut args = Map::new();
+    args.insert("payload".to_owned(), payload);
+    if let Some(fallback) = value_after(body, "\"fallback\"").filter(Value::is_string) {
+        args.insert("fallback".to_owned(), fallback);
+    }
+    Some(Value::Object(args))
+}
+
+/// The JSON value after the first `key:` in `body` that has one.
+fn value_after(body: &str, key: &str) -> Option<Value> {
+    body.match_indices(key).find_map(|(at, _)| {
+        let rest = body[at + key.len()..].trim_start().strip_prefix(':')?;
+        serde_json::Deserializer::from_str(rest).into_iter::<Value>().next()?.ok()
+    })
 }

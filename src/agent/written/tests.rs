@@ -242,3 +242,20 @@ fn a_block_called_with_arguments_in_a_fence_between_prose_is_a_call() {
         "A function call looks like:\n```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```\nin OpenAI's API.";
     assert_eq!(read(example, &tools(), 1), Read::Prose);
 }
+
+#[test]
+fn a_rich_message_in_arguments_broken_elsewhere_is_its_call_and_never_posted_raw() {
+    // Qwen2.5-Coder-1.5B, the benchmark's countdown: the note's ids copied into `thread`,
+    // quotes and all, then a valid payload.
+    let text = r#"{"reply_to": "I couldn't put an answer together.", "room": "a direct chat with @alice:localhost", "thread": "your messages $Mw ($I couldn't…), $f6 ($Sorry, but…"), "event_id": "34567890", "payload": {"v": 1, "blocks": [{"type": "countdown", "until": "2027-01-01T00:00:00Z"}]}, "fallback": "Countdown until New Year 2027""#;
+    let (found, rest) = calls(text);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, "rich_send");
+    assert_eq!(found[0].1["payload"]["blocks"][0]["type"], "countdown");
+    assert_eq!(found[0].1["fallback"], "Countdown until New Year 2027");
+    assert!(found[0].1.get("thread").is_none(), "nothing of the broken arguments: {:?}", found[0].1);
+    assert_eq!(rest, None);
+    // Broken past reading, with a rich message's keys: never prose.
+    let broken = r#"{"payload": {"v": 1, "blocks": [{"type": "countdown", "until": "#;
+    assert_eq!(read(broken, &tools(), 1), Read::Unreadable);
+}

@@ -254,7 +254,13 @@ fn the_model_reads_its_own_answers_as_it_wrote_them_and_members_as_they_are_show
     // A live answer withdrawn when the model was corrected is not shown to it at all.
     let withdrawn = json!({"msgtype": "m.text", "body": "* (answer withdrawn)", "m.relates_to": {"rel_type": "m.replace", "event_id": "$e5"},
         "m.new_content": {"msgtype": "m.text", "body": "(answer withdrawn)", source: crate::strings::WITHDRAWN}});
-    let more = [ev(5, "@bot:x", json!({"msgtype": "m.text", "body": "I'll remind you"})), ev(6, "@bot:x", withdrawn)];
+    // Nor the honest sentence posted in place of an answer: it is richbot's, not the model's.
+    let stand_in = json!({"msgtype": "m.text", "body": crate::strings::COULD_NOT_ANSWER});
+    let more = [
+        ev(5, "@bot:x", json!({"msgtype": "m.text", "body": "I'll remind you"})),
+        ev(6, "@bot:x", withdrawn),
+        ev(7, "@bot:x", stand_in),
+    ];
     let history: Vec<StoredEvent> = history.into_iter().chain(more).collect();
     let msgs = built(&situation(&scope(None), 10_000), &history, &[], &Parts::new());
     assert_eq!(msgs.len(), 4, "{msgs:?}");
