@@ -25,7 +25,7 @@ pub struct Metrics {
     /// Tool calls the model wrote as text, read as calls.
     pub llm_written_calls: AtomicU64,
     /// Calls an answer promised without making, filled in by the model when asked for
-    /// their arguments (`turn::keep`).
+    /// their arguments (`turn::answer::keep`).
     pub llm_filled_calls: AtomicU64,
     /// Answers sent back to the model before a member read them (an unreadable written
     /// call, an empty answer, a promise no tool kept).

@@ -2,7 +2,7 @@
 //! FluffyChat) would otherwise show a chart as its numbers at best. Pure: the block's
 //! fields in, a PNG out (`draw`), with the font compiled into the binary (DejaVu Sans,
 //! from the `dejavu` crate): no system fonts, no network, the same picture on every
-//! machine. The turn uploads it once and the message shows it (`turn::pictures`); the
+//! machine. The turn uploads it once and the message shows it (`turn::media::pictures`); the
 //! numbers stay in the text as well (`render::complete`), and the picture's `alt` says
 //! the data in words ([`describe`]), so no client is left without them.
 //!

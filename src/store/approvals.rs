@@ -26,7 +26,7 @@ pub struct Approval {
     pub decided_by: Option<OwnedEventId>,
     /// Which ask of the call this is (0 first; more after a cut-off run).
     pub attempt: u32,
-    /// The hash of what the notice showed (`turn::shown::hash`).
+    /// The hash of what the notice showed (`turn::tools::shown::hash`).
     pub shown_hash: Option<String>,
     /// When the approved call started: the decision is spent.
     pub used_at: Option<i64>,

@@ -70,7 +70,7 @@ impl Turns {
         }
         let polls = self.polls_note(scope).await?;
         let asked: Vec<OwnedEventId> = events.iter().map(|e| e.event_id.clone()).collect();
-        let zone = super::scheduled::zone_of(&self.store, &scope.asker, self.schedules.timezone).await?;
+        let zone = super::tools::scheduled::zone_of(&self.store, &scope.asker, self.schedules.timezone).await?;
         let situation = context::Situation {
             scope,
             polls: &polls,

@@ -21,34 +21,21 @@
 //! crash anywhere leaves the turn `running`; the room stage resumes it with the same id,
 //! so its writes reuse their transaction ids and nothing is posted twice.
 
-mod approval_notice;
-mod attachments;
-mod deadline;
+mod answer;
 mod close;
 pub mod context;
 mod conversation;
-mod external;
-mod keep;
+mod deadline;
 mod live;
+pub mod media;
 mod notices;
 mod outcome;
-pub mod pictures;
-mod planned;
-mod polls;
-mod promises;
 mod record;
-mod review;
 mod runner;
-mod schedule_tools;
-mod scheduled;
 mod scope;
-mod shown;
 mod stop;
 mod targets;
-mod unasked;
-mod uploads;
-mod voice;
-mod voice_out;
+mod tools;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -89,8 +76,8 @@ fn millis(d: Duration) -> i64 {
 }
 pub use context::Press;
 pub use outcome::{Outcome, UnknownOutcome};
-pub use scheduled::ScheduleKit;
 pub use scope::{Parties, Scope};
+pub use tools::scheduled::ScheduleKit;
 
 /// How a turn is run, from the configuration.
 #[derive(Debug, Clone, Copy)]

@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::Notify;
 
+use super::answer::review::Verdict;
 use super::live::Live;
 use super::notices::PostError;
-use super::review::Verdict;
 use crate::agent::{self, Complete, LiveText, Message, Reply, ToolSpec};
 use crate::metrics::Metrics;
 use crate::store::{self, Store, TurnRow};
@@ -28,7 +28,7 @@ pub struct Recorded<'a, L> {
     store: &'a Store,
     live: &'a Live<'a>,
     metrics: &'a Metrics,
-    review: super::review::Review,
+    review: super::answer::review::Review,
     turn: i64,
     replay: Mutex<VecDeque<Reply>>,
     /// Rounds handed out so far (recorded or new).
@@ -61,7 +61,7 @@ impl<'a, L> Recorded<'a, L> {
             store,
             live,
             metrics,
-            review: super::review::Review::default(),
+            review: super::answer::review::Review::default(),
             turn,
             replay: Mutex::new(replay),
             round: AtomicU32::new(0),
@@ -85,7 +85,7 @@ impl<'a, L> Recorded<'a, L> {
         (messages, tools): (&[Message], &[ToolSpec]),
     ) -> Result<(), agent::Error> {
         // A lasting call the model wrote as text and nobody asked for is never run.
-        let posted: Vec<&agent::ToolCall> = if super::review::posted(messages) {
+        let posted: Vec<&agent::ToolCall> = if super::answer::review::posted(messages) {
             messages
                 .iter()
                 .flat_map(|m| if let Message::Assistant { tool_calls, .. } = m { &tool_calls[..] } else { &[] })
@@ -93,7 +93,7 @@ impl<'a, L> Recorded<'a, L> {
         } else {
             Vec::new()
         };
-        let unasked = super::unasked::take_out(reply, super::review::asked(messages), &posted);
+        let unasked = super::answer::unasked::take_out(reply, super::answer::review::asked(messages), &posted);
         if let Some(u) = &unasked {
             tracing::info!(
                 turn = self.turn,
@@ -154,7 +154,7 @@ impl<'a, L> Recorded<'a, L> {
     where
         L: Complete + Sync,
     {
-        let Some(fill) = super::keep::fill_for(&reply, messages, tools) else { return Ok(reply) };
+        let Some(fill) = super::answer::keep::fill_for(&reply, messages, tools) else { return Ok(reply) };
         if self.filled.swap(true, Ordering::Relaxed) {
             return Ok(reply);
         }
@@ -171,7 +171,7 @@ impl<'a, L> Recorded<'a, L> {
         if filled.text.is_some() {
             Metrics::inc(&self.metrics.llm_filled_calls);
         }
-        Ok(super::keep::keep(reply, round, &fill, &filled))
+        Ok(super::answer::keep::keep(reply, round, &fill, &filled))
     }
 
     /// Puts a reply's text out; a homeserver that is down suspends the turn.

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::deadline::Deadline;
 use super::live::Live;
-use super::planned::{Drawn, Planned};
+use super::media::planned::{Drawn, Planned};
 use super::stop::{Stop, arguments, outbox_error, render_error};
 use super::targets::{self, internal};
 use super::{Limits, Scope};

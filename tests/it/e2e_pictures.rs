@@ -125,7 +125,7 @@ async fn a_model_asking_for_many_charts_gets_a_few_drawn_and_the_rest_as_numbers
     env.wait_turns(&room, 1).await;
     let sent = env.alice.messages_from(&room, BOT).await;
     let html = sent[0]["content"]["formatted_body"].as_str().expect("html");
-    assert_eq!(images(html).len(), richbot::turn::pictures::CHARTS_PER_MESSAGE, "{html}");
+    assert_eq!(images(html).len(), richbot::turn::media::pictures::CHARTS_PER_MESSAGE, "{html}");
     let body = sent[0]["content"]["body"].as_str().expect("body");
     assert!(body.contains("Chart 6") && body.contains('8'), "the undrawn ones by their numbers: {body}");
 }

@@ -2,7 +2,7 @@
 //! drawing (drawn and uploaded by the turn, `crate::chart`), a card's image, a gallery's
 //! images. Each goes before its block's text, capped in height so one message cannot
 //! fill a screen. Not in encrypted rooms: there a picture goes as an encrypted message
-//! of its own after the message (`turn::pictures`), since an `<img>` can only point at
+//! of its own after the message (`turn::media::pictures`), since an `<img>` can only point at
 //! media stored in the clear.
 
 use serde_json::Value;

@@ -20,11 +20,11 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::context::clean_answer;
 use super::promises;
 use super::unasked::Unasked;
 use crate::agent::{Message, Reply, ToolSpec};
 use crate::strings;
+use crate::turn::context::clean_answer;
 
 /// Corrections a turn gives at most before it tells the member in one sentence.
 pub const CORRECTIONS: u32 = 2;
@@ -218,7 +218,7 @@ fn imitates_a_result(answer: &str) -> bool {
 }
 
 /// Whether a message was posted in this turn (a tool result with its event id).
-pub(super) fn posted(messages: &[Message]) -> bool {
+pub(in crate::turn) fn posted(messages: &[Message]) -> bool {
     messages.iter().any(|m| match m {
         Message::Tool { content, .. } => serde_json::from_str::<serde_json::Value>(content)
             .is_ok_and(|v| v.get("event_id").is_some() && v.get("error").is_none()),
@@ -261,7 +261,7 @@ fn talks_of_the_tools(answer: &str) -> bool {
 
 /// The member's latest words in `messages` (the question the turn answers), without the
 /// per-turn note before them (which quotes earlier questions: "Remind me in 1 minute…").
-pub(super) fn asked(messages: &[Message]) -> &str {
+pub(in crate::turn) fn asked(messages: &[Message]) -> &str {
     let text = messages
         .iter()
         .rev()
@@ -272,7 +272,7 @@ pub(super) fn asked(messages: &[Message]) -> &str {
             _ => None,
         })
         .unwrap_or_default();
-    match text.strip_prefix(super::context::note::OPEN) {
+    match text.strip_prefix(crate::turn::context::note::OPEN) {
         // The member's words start at their name, on the line after the note's.
         Some(noted) => noted.find("\n@").map_or("", |at| &noted[at + 1..]),
         None => text,

@@ -5,16 +5,16 @@
 
 use serde_json::{Value, json};
 
-use super::runner::Runner;
-use super::stop::{Stop, outbox_error};
-use super::targets::internal;
-use super::{Error, Scope, Turns};
 use crate::clock::now_ms;
 use crate::outbox::Write;
 use crate::polls::{self, Closer};
 use crate::render;
 use crate::store::NewPoll;
 use crate::tools::{PollCall, ToolError, ToolErrorCode, plan_poll};
+use crate::turn::runner::Runner;
+use crate::turn::stop::{Stop, outbox_error};
+use crate::turn::targets::internal;
+use crate::turn::{Error, Scope, Turns};
 
 /// Polls shown to the model at most, and how long an ended one is still shown.
 const SHOWN: i64 = 3;
@@ -27,7 +27,7 @@ impl Turns {
     }
 
     /// What the model is told of the persona's recent polls in the room (empty: none).
-    pub(super) async fn polls_note(&self, scope: &Scope) -> Result<String, Error> {
+    pub(in crate::turn) async fn polls_note(&self, scope: &Scope) -> Result<String, Error> {
         let since = now_ms() - SHOWN_AFTER_END_MS;
         let mut shown = Vec::new();
         for poll in self.store.room_polls(&scope.room, &scope.persona, since, SHOWN).await? {
@@ -40,7 +40,7 @@ impl Turns {
 
 impl Runner<'_> {
     /// Runs a `rich_poll` or `rich_poll_end` call.
-    pub(super) async fn poll(&self, name: &str, args: &Value) -> Result<Value, Stop> {
+    pub(in crate::turn) async fn poll(&self, name: &str, args: &Value) -> Result<Value, Stop> {
         let scope = self.scope;
         match plan_poll(name, args)? {
             PollCall::Start { question, answers, disclosed, end_after_secs } => {

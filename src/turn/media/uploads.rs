@@ -7,15 +7,15 @@
 
 use serde_json::Value;
 
-use super::Scope;
 use super::planned::Planned;
-use super::runner::Runner;
-use super::stop::Stop;
-use super::targets::{self, internal};
 use crate::blocks::{index, join};
 use crate::media::{Upload, UploadError, Uploaded, decode_data_url};
 use crate::store::{Store, UploadKey};
 use crate::tools::{RichCall, ToolError, ToolErrorCode, plan};
+use crate::turn::Scope;
+use crate::turn::runner::Runner;
+use crate::turn::stop::Stop;
+use crate::turn::targets::{self, internal};
 
 /// The keys of a block's fields that hold media URLs (`gallery`'s `images[].url`, `file`'s
 /// `url`, `card`'s `image`).
@@ -56,7 +56,7 @@ fn urls(value: &Value, scheme: &str) -> Vec<Found> {
 }
 
 /// A `data:` URL of a payload, decoded, waiting for its upload.
-pub(super) struct Pending {
+pub(in crate::turn) struct Pending {
     found: Found,
     mimetype: String,
     bytes: Vec<u8>,
@@ -97,7 +97,7 @@ impl Runner<'_> {
     /// uploads, and its media checked, before the write is counted and anything uploaded;
     /// then planned again with the uploads' URLs, and its charts drawn. An edit in an
     /// encrypted room draws none: its pictures would go as messages of their own.
-    pub(super) async fn plan_with_uploads(&self, name: &str, args: &Value, nth: u32) -> Result<Planned, Stop> {
+    pub(in crate::turn) async fn plan_with_uploads(&self, name: &str, args: &Value, nth: u32) -> Result<Planned, Stop> {
         let (mut args, pending) = pending_uploads(args)?;
         let planned = plan(name, &args)?;
         let (RichCall::Send { payload, .. } | RichCall::Edit { payload, .. }) = &planned;
@@ -154,7 +154,7 @@ impl Runner<'_> {
 
     /// Uploads an MCP tool's images (`(mimetype, base64)`), and the lines the model reads
     /// of them: each one's `mxc://` URL, or why it was not uploaded.
-    pub(super) async fn upload_images(&self, images: &[(String, String)], nth: u32) -> Result<String, Stop> {
+    pub(in crate::turn) async fn upload_images(&self, images: &[(String, String)], nth: u32) -> Result<String, Stop> {
         use base64::Engine;
         let mut lines = Vec::new();
         let encrypt = self.encrypted(&self.scope.room).await?;
@@ -179,7 +179,7 @@ impl Runner<'_> {
         Ok(lines.join("\n"))
     }
 
-    pub(super) async fn upload(&self, upload: Upload<'_>, path: &str) -> Result<Uploaded, Stop> {
+    pub(in crate::turn) async fn upload(&self, upload: Upload<'_>, path: &str) -> Result<Uploaded, Stop> {
         let Some(media) = self.kit.media else {
             return Err(Stop::Tool(ToolError::new(ToolErrorCode::SendFailed, "uploads are not available here")));
         };
@@ -205,7 +205,7 @@ impl Runner<'_> {
 /// media a member posted in a room the asker is in ([`PLACEHOLDER`]s are uploads to be).
 /// `rich_send` asks it of every call; a scheduled rich message, when it is made and again
 /// when it is posted.
-pub(super) async fn media_allowed(store: &Store, scope: &Scope, payload: &Value) -> Result<(), ToolError> {
+pub(in crate::turn) async fn media_allowed(store: &Store, scope: &Scope, payload: &Value) -> Result<(), ToolError> {
     for found in urls(payload, "mxc://") {
         let holder = payload.pointer(&found.at.0).unwrap_or(&Value::Null);
         let mxc = holder[&found.at.1].as_str().unwrap_or_default();

@@ -8,8 +8,6 @@
 //! The text answer is the answer: a voice that cannot be made (the endpoint down, the
 //! upload refused) is logged and counted, and the member still has the text.
 
-use super::close::Closer;
-use super::{Error, Outcome, Scope, Turns};
 use crate::agent;
 use crate::media::{Kind, Upload, UploadError};
 use crate::metrics::Metrics;
@@ -18,6 +16,8 @@ use crate::personas::Persona;
 use crate::render::{self, Info, Source};
 use crate::speech::{self, Speaking};
 use crate::store::{StoredEvent, TurnRecord, UploadKey};
+use crate::turn::close::Closer;
+use crate::turn::{Error, Outcome, Scope, Turns};
 
 /// The spoken answer's upload number (apart from any tool call's) and write number.
 const VOICE_NTH: u32 = 900_000;
@@ -28,7 +28,7 @@ const MAX_SPOKEN_CHARS: usize = 4_000;
 
 impl Turns {
     /// Closes a turn the model answered, then speaks the answer if it should be.
-    pub(super) async fn answered(
+    pub(in crate::turn) async fn answered(
         &self,
         close: &Closer<'_>,
         (next, done): (WriteId, agent::Outcome),

@@ -19,9 +19,7 @@ use std::time::Duration;
 use ruma::{OwnedEventId, OwnedUserId};
 use serde_json::{Value, json};
 
-use super::runner::Runner;
 use super::shown::{self, TooLong};
-use super::stop::{Stop, outbox_error};
 use crate::approval::{ALLOW_KEY, DENY_KEY};
 use crate::clock::now_ms;
 use crate::outbox::{Write, WriteId};
@@ -29,6 +27,8 @@ use crate::render;
 use crate::store::NewApproval;
 use crate::tools::registry::Tool;
 use crate::tools::{ToolError, ToolErrorCode};
+use crate::turn::runner::Runner;
+use crate::turn::stop::{Stop, outbox_error};
 
 pub use crate::approval::Decision;
 

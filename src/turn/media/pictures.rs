@@ -14,14 +14,14 @@ use ruma::{OwnedRoomId, RoomId};
 use serde_json::Value;
 
 use super::planned::Drawn;
-use super::runner::Runner;
-use super::stop::{Stop, outbox_error};
-use super::targets::{self, internal};
 use crate::blocks::{Block, Rich};
 use crate::chart::{self, Chart};
 use crate::media::Upload;
 use crate::store::UploadKey;
 use crate::tools::{RichCall, ToolErrorCode};
+use crate::turn::runner::Runner;
+use crate::turn::stop::{Stop, outbox_error};
+use crate::turn::targets::{self, internal};
 
 /// Upload numbers of a call's charts (plus the block's place): apart from its `data:`
 /// URLs' (0, 1, ...).
@@ -32,7 +32,7 @@ pub const CHARTS_PER_MESSAGE: usize = 4;
 
 /// Where a companion's bytes are, as found for a room.
 #[derive(Debug, Clone)]
-pub(super) enum Held {
+pub(in crate::turn) enum Held {
     Url(String),
     File(Value),
 }
@@ -48,12 +48,12 @@ impl Held {
 
 impl Runner<'_> {
     /// Whether `room` is encrypted, as the persona writes to it.
-    pub(super) async fn encrypted(&self, room: &RoomId) -> Result<bool, Stop> {
+    pub(in crate::turn) async fn encrypted(&self, room: &RoomId) -> Result<bool, Stop> {
         self.outbox.encrypted(room, &self.scope.persona).await.map_err(outbox_error)
     }
 
     /// The room a planned call writes to: a send's target, an edit's message's room.
-    pub(super) async fn room_of(&self, call: &RichCall) -> Result<OwnedRoomId, Stop> {
+    pub(in crate::turn) async fn room_of(&self, call: &RichCall) -> Result<OwnedRoomId, Stop> {
         match call {
             RichCall::Send { room, .. } => Ok(targets::resolve(self.store, self.outbox, self.scope, room).await?),
             RichCall::Edit { event_id, .. } => {
@@ -65,7 +65,12 @@ impl Runner<'_> {
 
     /// Each chart block of `payload` drawn and uploaded as call `nth`'s, encrypted for an
     /// encrypted room.
-    pub(super) async fn draw_charts(&self, payload: &Rich, nth: u32, encrypt: bool) -> Result<Vec<Drawn>, Stop> {
+    pub(in crate::turn) async fn draw_charts(
+        &self,
+        payload: &Rich,
+        nth: u32,
+        encrypt: bool,
+    ) -> Result<Vec<Drawn>, Stop> {
         let mut drawn = Vec::new();
         let charts = payload.blocks().iter().enumerate().filter_map(|(i, block)| match block {
             Block::Known { spec, fields } if spec.name == "chart" => Some((i, Chart::from_block(fields)?)),
@@ -102,7 +107,7 @@ impl Runner<'_> {
     /// How a message in a room (`encrypted` or not) refers to `mxc`: by the `file` object
     /// of an encrypted upload (the persona's own, or one a member posted encrypted), else
     /// by its URL.
-    pub(super) async fn held(&self, mxc: &str, encrypted: bool) -> Result<Held, Stop> {
+    pub(in crate::turn) async fn held(&self, mxc: &str, encrypted: bool) -> Result<Held, Stop> {
         if !encrypted {
             return Ok(Held::Url(mxc.to_owned()));
         }

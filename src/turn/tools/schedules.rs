@@ -6,22 +6,22 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::runner::Runner;
 use super::scheduled::zone_of;
-use super::stop::Stop;
-use super::targets::{self, internal};
 use crate::agent::ToolCall;
 use crate::clock::now_ms;
 use crate::schedules::{self, CallTime, ScheduleCall, When, plan_schedule};
 use crate::store::{NewScheduleRow, Over};
 use crate::tools::{ToolError, ToolErrorCode};
+use crate::turn::runner::Runner;
+use crate::turn::stop::Stop;
+use crate::turn::targets::{self, internal};
 
 /// Next times a new schedule's result shows.
 const SHOWN_TIMES: usize = 3;
 
 impl Runner<'_> {
     /// Runs a `schedule`, `schedules` or `unschedule` call.
-    pub(super) async fn schedule(&self, call: &ToolCall, args: &Value) -> Result<Value, Stop> {
+    pub(in crate::turn) async fn schedule(&self, call: &ToolCall, args: &Value) -> Result<Value, Stop> {
         let (scope, kit, now) = (self.scope, self.kit.schedules, now_ms());
         let tz = zone_of(self.store, &scope.asker, kit.timezone).await.map_err(internal)?.unwrap_or(chrono_tz::UTC);
         let (name, owned, bounds) = (call.name.clone(), args.clone(), kit.bounds);
@@ -32,7 +32,7 @@ impl Runner<'_> {
                 // The media a rich message shows are checked as `rich_send` checks them (and
                 // again when it is posted).
                 if let schedules::Body::Rich { payload, .. } = &new.body {
-                    super::uploads::media_allowed(self.store, scope, payload).await.map_err(|e| {
+                    crate::turn::media::uploads::media_allowed(self.store, scope, payload).await.map_err(|e| {
                         let path =
                             e.path.as_deref().map_or_else(|| "message.payload".to_owned(), |p| format!("message.{p}"));
                         Stop::Tool(ToolError { path: Some(path), ..e })

@@ -6,8 +6,6 @@
 //! A crash mid-way leaves the turn running; resumed, it makes the same writes with the
 //! same ids, so nothing is posted twice.
 
-use super::notices::{self, PostError};
-use super::{Error, Outcome, Scope, Turns};
 use crate::blocks::Rich;
 use crate::clock::now_ms;
 use crate::outbox::{self, Write, WriteId};
@@ -15,6 +13,8 @@ use crate::render;
 use crate::schedules::{Body, Bounds, EVENT_TYPE, Occurrence, Ticker, when};
 use crate::store::{StoredEvent, TurnRow};
 use crate::strings;
+use crate::turn::notices::{self, PostError};
+use crate::turn::{Error, Outcome, Scope, Turns};
 
 /// A schedule whose occurrences failed to be posted this many times in a row is stopped.
 pub const MAX_POST_FAILURES: i64 = 3;
@@ -52,7 +52,7 @@ impl Turns {
     /// When `events` are a schedule's message: posts it and says how the turn ended. A
     /// schedule whose posts failed [`MAX_POST_FAILURES`] times in a row is stopped, and
     /// its asker told in their DM with the persona (the room is where posting fails).
-    pub(super) async fn post_scheduled(
+    pub(in crate::turn) async fn post_scheduled(
         &self,
         turn: &TurnRow,
         scope: &Scope,
@@ -65,7 +65,7 @@ impl Turns {
         }
         // Media it may no longer show (or never could: made before this was checked) stop it.
         if let Body::Rich { payload, .. } = &o.body
-            && let Err(e) = super::uploads::media_allowed(&self.store, scope, payload).await
+            && let Err(e) = crate::turn::media::uploads::media_allowed(&self.store, scope, payload).await
         {
             let why = format!("its message shows media its asker may not show ({})", e.error);
             let told = strings::schedule_stopped_media(o.schedule, o.title.as_deref());
@@ -112,7 +112,9 @@ impl Turns {
         if scope.asker == scope.persona {
             return Ok(());
         }
-        let dm = match super::targets::resolve(&self.store, &self.outbox, scope, &crate::tools::RoomTarget::Dm).await {
+        let dm = match crate::turn::targets::resolve(&self.store, &self.outbox, scope, &crate::tools::RoomTarget::Dm)
+            .await
+        {
             Ok(dm) => dm,
             Err(e) => {
                 tracing::warn!(schedule = o.schedule, error = %e.error, "could not open a DM to say a schedule stopped");

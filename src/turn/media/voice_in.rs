@@ -19,10 +19,6 @@
 
 use ruma::UserId;
 
-use super::context::Parts;
-use super::conversation::about;
-use super::notices::{self, PostError};
-use super::{Error, Scope, Turns};
 use crate::clock::now_ms;
 use crate::media::{self, Kind, Part};
 use crate::metrics::Metrics;
@@ -31,6 +27,10 @@ use crate::personas::Persona;
 use crate::speech::{self, Listening, Voice};
 use crate::store::StoredEvent;
 use crate::strings;
+use crate::turn::context::Parts;
+use crate::turn::conversation::about;
+use crate::turn::notices::{self, PostError};
+use crate::turn::{Error, Scope, Turns};
 
 /// Where the voice notices go among the turn's writes: "cannot listen", then one per
 /// voice message by its place.
@@ -84,7 +84,7 @@ impl Turns {
     }
 
     /// Makes words of the voice messages the turn is about that `parts` has none for.
-    pub(super) async fn listen(
+    pub(in crate::turn) async fn listen(
         &self,
         (turn, scope): (i64, &Scope),
         persona: &Persona,

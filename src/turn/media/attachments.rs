@@ -9,11 +9,11 @@ use ruma::{EventId, RoomId};
 use serde_json::Value;
 
 use super::planned::Drawn;
-use super::runner::Runner;
-use super::stop::{Stop, outbox_error};
 use crate::blocks::{Block, Rich};
 use crate::outbox::Write;
 use crate::render::{self, Info, Relation};
+use crate::turn::runner::Runner;
+use crate::turn::stop::{Stop, outbox_error};
 
 /// The pictures of a block that a client may not show: `(mxc, words)`.
 fn pictures(ty: &str, fields: &serde_json::Map<String, Value>) -> Vec<(String, String)> {
@@ -41,7 +41,7 @@ fn pictures(ty: &str, fields: &serde_json::Map<String, Value>) -> Vec<(String, S
 
 impl Runner<'_> {
     /// Posts the messages that go with a rich message in `room` (and `thread`).
-    pub(super) async fn post_companions(
+    pub(in crate::turn) async fn post_companions(
         &self,
         (room, thread): (&RoomId, Option<&EventId>),
         payload: &Rich,

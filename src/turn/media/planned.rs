@@ -8,7 +8,7 @@ use crate::render::Inline;
 use crate::tools::RichCall;
 
 /// A `rich_send` / `rich_edit` call, planned, with what it shows beyond text.
-pub(super) struct Planned {
+pub(in crate::turn) struct Planned {
     pub call: RichCall,
     /// Whether the room it writes to is encrypted (its uploads are).
     pub encrypted: bool,
@@ -18,7 +18,7 @@ pub(super) struct Planned {
 
 /// A chart block's drawing, uploaded.
 #[derive(Debug, Clone)]
-pub(super) struct Drawn {
+pub(in crate::turn) struct Drawn {
     /// The block's place in the payload.
     pub block: usize,
     pub uploaded: Uploaded,

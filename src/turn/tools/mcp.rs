@@ -16,16 +16,16 @@
 
 use serde_json::Value;
 
-use super::approval_notice::{self, Decision};
-use super::runner::Runner;
-use super::stop::Stop;
+use super::approval::{self, Decision};
 use crate::mcp::CallError;
 use crate::tools::registry::Tool;
 use crate::tools::{ToolError, ToolErrorCode};
+use crate::turn::runner::Runner;
+use crate::turn::stop::Stop;
 
 impl Runner<'_> {
     /// Runs `tool` (`name` of MCP server number `server`) with `args`, as call `nth`.
-    pub(super) async fn external(
+    pub(in crate::turn) async fn external(
         &self,
         tool: &Tool,
         (server, name): (usize, &str),
@@ -59,9 +59,9 @@ impl Runner<'_> {
         }
         let call = self.kit.mcp.call(server, name, args.clone());
         // Fenced: an instance that lost the room's lease makes no call (it would run twice).
-        let fence = || async { self.outbox.holds(self.turn).await.map_err(super::stop::outbox_error) };
+        let fence = || async { self.outbox.holds(self.turn).await.map_err(crate::turn::stop::outbox_error) };
         let result = if tool.needs_approval {
-            let asked = approval_notice::ask(self, tool, args, nth).await?;
+            let asked = approval::ask(self, tool, args, nth).await?;
             let spent = match asked.approval {
                 Some(id) if asked.decision == Decision::Allow => {
                     self.store.use_approval(id, crate::clock::now_ms()).await.map_err(store_stop)?
@@ -69,13 +69,13 @@ impl Runner<'_> {
                 _ => false,
             };
             if !spent {
-                approval_notice::close(self, &asked, nth).await;
+                approval::close(self, &asked, nth).await;
                 let refused = ToolError::new(ToolErrorCode::NotApproved, asked.refusal());
                 return self.record(nth, Err(refused)).await;
             }
             fence().await?;
             self.store.start_tool(self.turn, nth, crate::clock::now_ms()).await.map_err(store_stop)?;
-            let (result, ()) = tokio::join!(call, approval_notice::close(self, &asked, nth));
+            let (result, ()) = tokio::join!(call, approval::close(self, &asked, nth));
             result
         } else {
             fence().await?;
