@@ -13,11 +13,13 @@ use std::collections::HashMap;
 use ruma::OwnedEventId;
 
 use super::context::Parts;
+use super::media::voice_in::Hearing;
 use super::notices::{self, PostError};
+use super::tools::polls;
 use super::{Error, Press, Scope, Turns, context};
 use crate::agent::Message;
 use crate::clock::now_ms;
-use crate::media::{Kind, Media, Part};
+use crate::media::{Kind, Part};
 use crate::outbox::WriteId;
 use crate::personas::Persona;
 use crate::store::StoredEvent;
@@ -28,11 +30,6 @@ use crate::tools::prompt_line;
 const NO_VISION_SEQ: i64 = 4_000_000;
 
 impl Turns {
-    /// Pictures and files reach the model through `media`.
-    pub fn with_media(self, media: Media) -> Self {
-        Self { media: Some(media), ..self }
-    }
-
     /// The conversation for turn `turn` of `persona`, answering `events`.
     pub(super) async fn conversation(
         &self,
@@ -59,7 +56,15 @@ impl Turns {
             .into_iter()
             .map(|(id, (text, seconds))| (id, Part::Spoken { text, seconds }))
             .collect();
-        self.listen((turn, scope), persona, (&history, events), &mut known).await?;
+        let hearing = Hearing {
+            store: &self.store,
+            outbox: &self.outbox,
+            metrics: &self.metrics,
+            budget: &self.budget,
+            media: &self.media,
+            voice: &self.voice,
+        };
+        hearing.listen((turn, scope), persona, (&history, events), &mut known).await?;
         let parts = match &self.media {
             Some(media) => gather(media, (persona, sees), &history, events, known).await,
             None => known,
@@ -68,7 +73,7 @@ impl Turns {
         if pictures && !sees {
             self.say_no_vision(turn, scope).await?;
         }
-        let polls = self.polls_note(scope).await?;
+        let polls = polls::note(&self.store, scope).await?;
         let asked: Vec<OwnedEventId> = events.iter().map(|e| e.event_id.clone()).collect();
         let zone = super::tools::scheduled::zone_of(&self.store, &scope.asker, self.schedules.timezone).await?;
         let situation = context::Situation {
@@ -123,7 +128,7 @@ pub(super) fn about<'a>(history: &'a [StoredEvent], asked: &'a [StoredEvent]) ->
 /// The media the turn is about (see [`about`]), at most `images_per_turn` pictures (the
 /// others named, with why); voice messages were heard before (`voice`).
 async fn gather(
-    media: &Media,
+    media: &crate::media::Media,
     (persona, sees): (&Persona, bool),
     history: &[StoredEvent],
     asked: &[StoredEvent],

@@ -5,11 +5,11 @@
 //!    thread the turn answers in (the last triggering event's).
 //! 2. The conversation is built (`context`, pure) from the room's stored history up to
 //!    the moment the turn starts (later answers of the persona included); the
-//!    tools are offered with the rooms the asker may name (`targets::choices`).
+//!    tools are offered with the rooms the asker may name (`tools::targets::choices`).
 //! 3. The agent loop runs with the persona's typing notice (on after a second), within
 //!    the turn's deadline and its bounds (rounds, tool calls per reply); every model call
 //!    is metered against the token budgets (`crate::budget`). Each tool call goes through the
-//!    [`runner`](runner::Runner): `plan`, the sandbox (`targets`), the write cap,
+//!    [`runner`](runner::Runner): `plan`, the sandbox (`tools::targets`), the write cap,
 //!    rendering, and the outbox, which gives every write a transaction id fixed before
 //!    its first attempt.
 //! 4. The final text is posted unless it is `[no reply]`; the LLM failing, the round
@@ -30,11 +30,11 @@ mod live;
 pub mod media;
 mod notices;
 mod outcome;
+mod reach;
 mod record;
 mod runner;
 mod scope;
 mod stop;
-mod targets;
 mod tools;
 
 use std::collections::HashMap;
@@ -167,11 +167,51 @@ impl Turns {
         Self { toolbox, approvals, ..self }
     }
 
+    /// Pictures and files reach the model through `media`.
+    pub fn with_media(self, media: crate::media::Media) -> Self {
+        Self { media: Some(media), ..self }
+    }
+
+    /// Ends polls at their `end_after_secs` through `closer` (woken when one is started).
+    pub fn with_polls(self, closer: crate::polls::Closer) -> Self {
+        Self { polls: Some(closer), ..self }
+    }
+
+    /// Schedules made in turns wake `kit`'s ticker, within its bounds.
+    pub fn with_schedules(self, kit: ScheduleKit) -> Self {
+        Self { schedules: kit, ..self }
+    }
+
+    /// Members' voice messages are heard (and answers spoken) through `voice`.
+    pub fn with_voice(self, voice: crate::speech::Voice) -> Self {
+        Self { voice, ..self }
+    }
+
+    /// What speaking an answer needs (`media::voice_out`).
+    fn speaker(&self) -> media::voice_out::Speaker<'_> {
+        let (store, outbox, metrics) = (&self.store, &self.outbox, &*self.metrics);
+        media::voice_out::Speaker { store, outbox, metrics, media: &self.media, voice: &self.voice }
+    }
+
+    /// `!usage`: the asker's use and limit over the rolling day (voice messages' seconds
+    /// too, when they are heard), as a notice turn.
+    pub async fn usage(&self, parties: Parties<'_>, events: &[crate::store::StoredEvent]) -> Result<Outcome, Error> {
+        let asker = parties.asker;
+        let (u, limit) = self.budget.day_use(&self.store, asker).await?;
+        let mut text = strings::usage(asker.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
+        if let Some(listening) = &self.voice.listening {
+            let heard = self.store.audio_seconds_today(asker, crate::clock::now_ms()).await?;
+            let limit = listening.seconds_per_day;
+            text.push_str(&strings::voice_usage(heard, Some(limit).filter(|n| *n > 0 && !self.budget.exempt(asker))));
+        }
+        self.notice(parties, events, text, Outcome::Command("usage".to_owned())).await
+    }
+
     /// Runs `turn` (answering `events`, with the button `presses` among them) to the end
     /// and records it. An `Err` leaves the turn `running`, to be resumed from its record:
     /// the store failed, or a write cannot be made now (the homeserver is down).
     pub async fn run(&self, turn: &TurnRow, events: &[StoredEvent], presses: &[Press]) -> Result<Outcome, Error> {
-        let scope = self.scope(turn, events).await?;
+        let scope = scope::settle(&self.store, turn, events).await?;
         if let Some(notice) = &turn.notice {
             let outcome = notice.outcome.parse().unwrap_or(Outcome::NoReply);
             let close = self.closer(turn, &scope);
@@ -190,10 +230,17 @@ impl Turns {
         let Some(persona) = self.personas.get(&turn.persona) else {
             return Ok(self.finish(turn, Outcome::PersonaRemoved, TurnRecord::default()).await?);
         };
-        if let Some(outcome) = self.post_scheduled(turn, &scope, events).await? {
+        let occurrences = tools::scheduled::Occurrences {
+            store: &self.store,
+            outbox: &self.outbox,
+            metrics: &self.metrics,
+            timezone: self.schedules.timezone,
+            key: self.limits.key,
+        };
+        if let Some(outcome) = occurrences.post(turn, &scope, events).await? {
             return Ok(self.finish(turn, outcome, TurnRecord::default()).await?);
         }
-        let choices = targets::choices(&self.store, &scope).await?;
+        let choices = tools::targets::choices(&self.store, &scope).await?;
         let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
         let rich = [tool_specs(self.outbox.interval_ms()), poll_specs(), schedule_specs()].concat();
         let offered = self.toolbox.offer(rich, who);
@@ -206,9 +253,8 @@ impl Turns {
             budget::Metered::new(self.llm_of(&scope.persona), &self.store, &self.budget, (&scope.room, &scope.asker));
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
         let recorded = record::Recorded::load(&metered, (&self.store, &self.metrics), &shown, turn).await?;
-        let parts = (&self.store, &self.outbox, &shown);
         let deadline = deadline::Deadline::default();
-        let kit = runner::Kit {
+        let kit = reach::Kit {
             metrics: &self.metrics,
             offered: &offered,
             mcp: self.toolbox.mcp(),
@@ -219,7 +265,8 @@ impl Turns {
             schedules: &self.schedules,
             asked_at: events.iter().map(|e| e.received_at).max().unwrap_or(turn.started_at),
         };
-        let runner = runner::Runner::new(parts, kit, &scope, turn.id, self.limits);
+        let reach = reach::Reach::new(&self.store, &self.outbox, kit, &scope, turn.id, self.limits);
+        let runner = runner::Runner::new(reach, &shown);
         let (live_text, _) = tokio::sync::watch::channel(String::new());
         let bounded = run_loop(&recorded, messages, &tools, &runner, self.limits.bounds, &live_text);
         let result = deadline.run(self.limits.deadline, bounded).await;
@@ -240,7 +287,7 @@ impl Turns {
                 (close.deadline(next).await?, TurnRecord::default())
             }
             Ok((result, conversation)) => {
-                self.count_llm(&result, &conversation, replayed);
+                record::count_llm(&self.metrics, &result, &conversation, replayed);
                 match (result, stopped) {
                     (Err(agent::Error::Suspended(why)), _) => return Err(Error::Suspended(why)),
                     (Err(_), Some(budget::Stop::Store(e))) => return Err(e.into()),
@@ -252,7 +299,9 @@ impl Turns {
                     }
                     (Err(e), None) => (close.llm_failed(next, e).await?, TurnRecord::default()),
                     (Ok(done), _) => {
-                        self.answered(&close, (next, done), (failed, runner.wrote()), (persona, events)).await?
+                        self.speaker()
+                            .answered(&close, (next, done), (failed, runner.wrote()), (persona, events))
+                            .await?
                     }
                 }
             }

@@ -129,26 +129,6 @@ pub fn budget_spent(spent: Spent, limit: u64) -> String {
     strings::budget_spent(which, limit, &rfc3339(spent.refills_at))
 }
 
-impl super::Turns {
-    /// `!usage`: the asker's use and limit over the rolling day (voice messages' seconds
-    /// too, when they are heard), as a notice turn.
-    pub async fn usage(
-        &self,
-        parties: super::Parties<'_>,
-        events: &[crate::store::StoredEvent],
-    ) -> Result<super::Outcome, super::Error> {
-        let asker = parties.asker;
-        let (u, limit) = self.budget.day_use(&self.store, asker).await?;
-        let mut text = strings::usage(asker.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
-        if let Some(listening) = &self.voice.listening {
-            let heard = self.store.audio_seconds_today(asker, crate::clock::now_ms()).await?;
-            let limit = listening.seconds_per_day;
-            text.push_str(&strings::voice_usage(heard, Some(limit).filter(|n| *n > 0 && !self.budget.exempt(asker))));
-        }
-        self.notice(parties, events, text, super::Outcome::Command("usage".to_owned())).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -232,30 +232,26 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
     }
 }
 
-impl super::Turns {
-    /// Counts the model calls made (not those `replayed` from the record).
-    pub(super) fn count_llm(
-        &self,
-        result: &Result<agent::Outcome, agent::Error>,
-        conversation: &[agent::Message],
-        replayed: u32,
-    ) {
-        let answered = conversation.iter().filter(|m| matches!(m, agent::Message::Assistant { .. })).count() as u64;
-        let answered = answered.saturating_sub(u64::from(replayed));
-        match result {
-            Ok(outcome) => {
-                Metrics::add(&self.metrics.llm_requests, u64::from(outcome.rounds.saturating_sub(replayed)));
-                Metrics::add(&self.metrics.prompt_tokens, outcome.usage.prompt);
-                Metrics::add(&self.metrics.cached_prompt_tokens, outcome.usage.cached);
-                Metrics::add(&self.metrics.completion_tokens, outcome.usage.completion);
-            }
-            Err(agent::Error::NotAllowed(_) | agent::Error::Suspended(_)) => {
-                Metrics::add(&self.metrics.llm_requests, answered)
-            }
-            Err(_) => {
-                Metrics::add(&self.metrics.llm_requests, answered + 1);
-                Metrics::inc(&self.metrics.llm_failures);
-            }
+/// Counts the model calls made (not those `replayed` from the record).
+pub(super) fn count_llm(
+    metrics: &Metrics,
+    result: &Result<agent::Outcome, agent::Error>,
+    conversation: &[agent::Message],
+    replayed: u32,
+) {
+    let answered = conversation.iter().filter(|m| matches!(m, agent::Message::Assistant { .. })).count() as u64;
+    let answered = answered.saturating_sub(u64::from(replayed));
+    match result {
+        Ok(outcome) => {
+            Metrics::add(&metrics.llm_requests, u64::from(outcome.rounds.saturating_sub(replayed)));
+            Metrics::add(&metrics.prompt_tokens, outcome.usage.prompt);
+            Metrics::add(&metrics.cached_prompt_tokens, outcome.usage.cached);
+            Metrics::add(&metrics.completion_tokens, outcome.usage.completion);
+        }
+        Err(agent::Error::NotAllowed(_) | agent::Error::Suspended(_)) => Metrics::add(&metrics.llm_requests, answered),
+        Err(_) => {
+            Metrics::add(&metrics.llm_requests, answered + 1);
+            Metrics::inc(&metrics.llm_failures);
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
 
-use super::Turns;
+use crate::store::Store;
 use crate::store::{self, StoredEvent, TurnRow};
 
 /// Where a turn happens and for whom: what every part of the turn is scoped to.
@@ -42,29 +42,26 @@ impl Scope {
     }
 }
 
-impl Turns {
-    /// Where the turn answers: in the question's thread if it is in one; else, in a group
-    /// room, as the room's `!mode` says (a reply by default, a new thread, or plainly).
-    pub(super) async fn scope(&self, turn: &TurnRow, events: &[StoredEvent]) -> Result<Scope, store::Error> {
-        let is_dm = self.store.joined_members(&turn.room_id).await?.len() == 2;
-        let question = events.iter().rev().find(|e| e.event_type == "m.room.message");
-        let mut thread =
-            events.last().and_then(StoredEvent::relation).and_then(|r| r.thread_root().map(ToOwned::to_owned));
-        let mut reply_to = None;
-        if let (false, None, Some(q)) = (is_dm, &thread, question) {
-            match self.store.room_mode(&turn.room_id).await?.as_deref() {
-                Some("thread") => thread = Some(q.event_id.clone()),
-                Some("flat") => {}
-                _ => reply_to = Some(q.event_id.clone()),
-            }
+/// Where the turn answers: in the question's thread if it is in one; else, in a group
+/// room, as the room's `!mode` says (a reply by default, a new thread, or plainly).
+pub(super) async fn settle(store: &Store, turn: &TurnRow, events: &[StoredEvent]) -> Result<Scope, store::Error> {
+    let is_dm = store.joined_members(&turn.room_id).await?.len() == 2;
+    let question = events.iter().rev().find(|e| e.event_type == "m.room.message");
+    let mut thread = events.last().and_then(StoredEvent::relation).and_then(|r| r.thread_root().map(ToOwned::to_owned));
+    let mut reply_to = None;
+    if let (false, None, Some(q)) = (is_dm, &thread, question) {
+        match store.room_mode(&turn.room_id).await?.as_deref() {
+            Some("thread") => thread = Some(q.event_id.clone()),
+            Some("flat") => {}
+            _ => reply_to = Some(q.event_id.clone()),
         }
-        Ok(Scope {
-            room: turn.room_id.clone(),
-            persona: turn.persona.clone(),
-            asker: turn.asker.clone(),
-            is_dm,
-            thread,
-            reply_to,
-        })
     }
+    Ok(Scope {
+        room: turn.room_id.clone(),
+        persona: turn.persona.clone(),
+        asker: turn.asker.clone(),
+        is_dm,
+        thread,
+        reply_to,
+    })
 }

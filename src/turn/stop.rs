@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::targets::internal;
+use super::tools::targets::internal;
 use crate::agent::ToolCall;
 use crate::outbox;
 use crate::render;

@@ -1,7 +1,7 @@
-//! The tools a turn runs besides posting rich messages, one file per feature, and the
-//! approval an MCP tool may need first. Each reaches the turn through the runner (the
-//! store, the outbox, the turn's write count and scope) and is told its call by
-//! `runner::Runner::dispatch`, which `plan` has already checked.
+//! The tools a turn runs, one file per feature (rich messages, polls, schedules, MCP
+//! tools), and the approval an MCP tool may need first. Each is a function of the
+//! turn's `reach::Reach` (the store, the outbox, the turn's scope and write count), called
+//! by `runner::Runner::dispatch`.
 //!
 //! Where each feature's other pieces are (a newcomer changing one starts here):
 //! - **Polls** ([`polls`]): the tools' specs and checks in `tools::poll`; votes
@@ -18,6 +18,8 @@
 //! - **MCP tools** ([`mcp`]): the servers and their listings in `mcp`, the
 //!   registry that offers them in `tools::registry`, `[mcp]` in
 //!   `config::mcp`.
+//! - **Rich messages** ([`rich`], sent where [`targets`] allows: the asker's rooms): the
+//!   specs and `plan` in `tools`, rendering in `render`, the block catalogue in `blocks`.
 //! - **Approvals** ([`approval`] posts and closes the notice; [`shown`] is what it
 //!   shows): the door that reads the asker's reaction in `approval`, the rows in
 //!   `store::approvals`.
@@ -25,6 +27,8 @@
 pub(super) mod approval;
 pub(super) mod mcp;
 pub(super) mod polls;
+pub(super) mod rich;
 pub(super) mod scheduled;
 pub(super) mod schedules;
 pub(super) mod shown;
+pub(super) mod targets;

@@ -12,7 +12,7 @@ use super::planned::Drawn;
 use crate::blocks::{Block, Rich};
 use crate::outbox::Write;
 use crate::render::{self, Info, Relation};
-use crate::turn::runner::Runner;
+use crate::turn::reach::Reach;
 use crate::turn::stop::{Stop, outbox_error};
 
 /// The pictures of a block that a client may not show: `(mxc, words)`.
@@ -39,48 +39,46 @@ fn pictures(ty: &str, fields: &serde_json::Map<String, Value>) -> Vec<(String, S
     }
 }
 
-impl Runner<'_> {
-    /// Posts the messages that go with a rich message in `room` (and `thread`).
-    pub(in crate::turn) async fn post_companions(
-        &self,
-        (room, thread): (&RoomId, Option<&EventId>),
-        payload: &Rich,
-        drawn: &[Drawn],
-        encrypted: bool,
-    ) -> Result<(), Stop> {
-        let rel = Relation { reply_to: None, thread };
-        let mut contents = Vec::new();
-        for (i, block) in payload.blocks().iter().enumerate() {
-            let Block::Known { spec, fields } = block else { continue };
-            let text = |key: &str| fields.get(key).and_then(Value::as_str);
-            if let ("file", Some(url), Some(name)) = (spec.name, text("url"), text("name")) {
-                let size = fields.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str()?.parse().ok()));
-                let info = Info { size, mimetype: text("mimetype"), dimensions: None };
-                let held = self.held(url, encrypted).await?;
-                contents.push(render::file_message(name, held.source(), info, rel));
-            }
-            if !encrypted {
-                continue;
-            }
-            for d in drawn.iter().filter(|d| d.block == i) {
-                let info = Info { mimetype: Some("image/png"), size: Some(d.bytes as u64), dimensions: Some(d.size) };
-                // Drawn for this room: encrypted with it, its `file` at hand.
-                let source = match &d.uploaded.file {
-                    Some(file) => render::Source::File(file),
-                    None => render::Source::Url(&d.uploaded.mxc),
-                };
-                contents.push(render::image_message(&d.alt, source, info, rel));
-            }
-            for (mxc, words) in pictures(spec.name, fields) {
-                let name = if words.trim().is_empty() { "picture".to_owned() } else { words };
-                let held = self.held(&mxc, encrypted).await?;
-                contents.push(render::image_message(&name, held.source(), Info::default(), rel));
-            }
+/// Posts the messages that go with a rich message in `room` (and `thread`).
+pub(in crate::turn) async fn post_companions(
+    r: &Reach<'_>,
+    (room, thread): (&RoomId, Option<&EventId>),
+    payload: &Rich,
+    drawn: &[Drawn],
+    encrypted: bool,
+) -> Result<(), Stop> {
+    let rel = Relation { reply_to: None, thread };
+    let mut contents = Vec::new();
+    for (i, block) in payload.blocks().iter().enumerate() {
+        let Block::Known { spec, fields } = block else { continue };
+        let text = |key: &str| fields.get(key).and_then(Value::as_str);
+        if let ("file", Some(url), Some(name)) = (spec.name, text("url"), text("name")) {
+            let size = fields.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str()?.parse().ok()));
+            let info = Info { size, mimetype: text("mimetype"), dimensions: None };
+            let held = super::pictures::held(r, url, encrypted).await?;
+            contents.push(render::file_message(name, held.source(), info, rel));
         }
-        for content in contents {
-            let write = Write { id: self.take_write(), room, persona: &self.scope.persona };
-            self.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
+        if !encrypted {
+            continue;
         }
-        Ok(())
+        for d in drawn.iter().filter(|d| d.block == i) {
+            let info = Info { mimetype: Some("image/png"), size: Some(d.bytes as u64), dimensions: Some(d.size) };
+            // Drawn for this room: encrypted with it, its `file` at hand.
+            let source = match &d.uploaded.file {
+                Some(file) => render::Source::File(file),
+                None => render::Source::Url(&d.uploaded.mxc),
+            };
+            contents.push(render::image_message(&d.alt, source, info, rel));
+        }
+        for (mxc, words) in pictures(spec.name, fields) {
+            let name = if words.trim().is_empty() { "picture".to_owned() } else { words };
+            let held = super::pictures::held(r, &mxc, encrypted).await?;
+            contents.push(render::image_message(&name, held.source(), Info::default(), rel));
+        }
     }
+    for content in contents {
+        let write = Write { id: r.take_write(), room, persona: &r.scope.persona };
+        r.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
+    }
+    Ok(())
 }

@@ -3,19 +3,18 @@
 //! once per call and index; encrypted when the room they go to is), and every `mxc://`
 //! URL a payload shows must be the persona's own upload or media a member posted in a
 //! room the asker is in: a model cannot show what the asker could not see, nor point at
-//! media it only guessed. Charts are drawn and uploaded here too (`pictures`).
+//! media it only guessed. Charts are drawn by `pictures`; `tools::rich` plans a call with both.
 
 use serde_json::Value;
 
-use super::planned::Planned;
 use crate::blocks::{index, join};
 use crate::media::{Upload, UploadError, Uploaded, decode_data_url};
 use crate::store::{Store, UploadKey};
-use crate::tools::{RichCall, ToolError, ToolErrorCode, plan};
+use crate::tools::{ToolError, ToolErrorCode};
 use crate::turn::Scope;
-use crate::turn::runner::Runner;
+use crate::turn::reach::Reach;
 use crate::turn::stop::Stop;
-use crate::turn::targets::{self, internal};
+use crate::turn::tools::targets::{self, internal};
 
 /// The keys of a block's fields that hold media URLs (`gallery`'s `images[].url`, `file`'s
 /// `url`, `card`'s `image`).
@@ -69,7 +68,7 @@ const PLACEHOLDER: &str = "mxc://upload.invalid/pending";
 
 /// `args` with a JSON-string payload parsed and each `data:` URL of its media fields
 /// decoded and replaced by [`PLACEHOLDER`]; and those uploads, in order.
-fn pending_uploads(args: &Value) -> Result<(Value, Vec<Pending>), ToolError> {
+pub(in crate::turn) fn pending_uploads(args: &Value) -> Result<(Value, Vec<Pending>), ToolError> {
     let mut args = args.clone();
     let Some(payload) = args.get_mut("payload") else { return Ok((args, Vec::new())) };
     if let Some(parsed) = payload.as_str().and_then(|s| serde_json::from_str::<Value>(s).ok()) {
@@ -92,113 +91,87 @@ fn pending_uploads(args: &Value) -> Result<(Value, Vec<Pending>), ToolError> {
     Ok((args, pending))
 }
 
-impl Runner<'_> {
-    /// Plans a `rich_send` / `rich_edit` call: checked whole, with stand-ins for its
-    /// uploads, and its media checked, before the write is counted and anything uploaded;
-    /// then planned again with the uploads' URLs, and its charts drawn. An edit in an
-    /// encrypted room draws none: its pictures would go as messages of their own.
-    pub(in crate::turn) async fn plan_with_uploads(&self, name: &str, args: &Value, nth: u32) -> Result<Planned, Stop> {
-        let (mut args, pending) = pending_uploads(args)?;
-        let planned = plan(name, &args)?;
-        let (RichCall::Send { payload, .. } | RichCall::Edit { payload, .. }) = &planned;
-        self.check_media(&payload.to_value()).await?;
-        self.count_write()?;
-        let room = self.room_of(&planned).await?;
-        let encrypted = self.encrypted(&room).await?;
-        let call = match pending.is_empty() {
-            true => planned,
-            false => {
-                self.upload_pending(&mut args, pending, nth, encrypted).await?;
-                plan(name, &args)?
-            }
+/// Uploads what [`pending_uploads`] found and puts each `mxc://` URL in its place (a
+/// `file` block also gets its `size` and `mimetype`).
+pub(in crate::turn) async fn upload_pending(
+    r: &Reach<'_>,
+    args: &mut Value,
+    pending: Vec<Pending>,
+    nth: u32,
+    encrypt: bool,
+) -> Result<(), Stop> {
+    for (idx, p) in (0u32..).zip(pending) {
+        let file = Upload {
+            key: UploadKey { turn: r.turn, nth, idx },
+            bytes: &p.bytes,
+            mimetype: &p.mimetype,
+            name: &p.name,
+            encrypt,
         };
-        let drawn = match &call {
-            RichCall::Edit { .. } if encrypted => Vec::new(),
-            RichCall::Send { payload, .. } | RichCall::Edit { payload, .. } => {
-                self.draw_charts(payload, nth, encrypted).await?
-            }
-        };
-        Ok(Planned { call, encrypted, drawn })
-    }
-
-    /// Uploads what [`pending_uploads`] found and puts each `mxc://` URL in its place (a
-    /// `file` block also gets its `size` and `mimetype`).
-    async fn upload_pending(
-        &self,
-        args: &mut Value,
-        pending: Vec<Pending>,
-        nth: u32,
-        encrypt: bool,
-    ) -> Result<(), Stop> {
-        for (idx, p) in (0u32..).zip(pending) {
-            let upload = Upload {
-                key: UploadKey { turn: self.turn, nth, idx },
-                bytes: &p.bytes,
-                mimetype: &p.mimetype,
-                name: &p.name,
-                encrypt,
-            };
-            let mxc = self.upload(upload, &p.found.path).await?.mxc;
-            let holder = args
-                .pointer_mut(&format!("/payload{}", p.found.at.0))
-                .and_then(Value::as_object_mut)
-                .ok_or_else(|| internal("lost a payload field"))?;
-            holder.insert(p.found.at.1.clone(), Value::String(mxc));
-            if holder.get("type").and_then(Value::as_str) == Some("file") {
-                holder.entry("size").or_insert(Value::from(p.bytes.len()));
-                holder.entry("mimetype").or_insert(Value::String(p.mimetype));
-            }
-        }
-        Ok(())
-    }
-
-    /// Uploads an MCP tool's images (`(mimetype, base64)`), and the lines the model reads
-    /// of them: each one's `mxc://` URL, or why it was not uploaded.
-    pub(in crate::turn) async fn upload_images(&self, images: &[(String, String)], nth: u32) -> Result<String, Stop> {
-        use base64::Engine;
-        let mut lines = Vec::new();
-        let encrypt = self.encrypted(&self.scope.room).await?;
-        for (idx, (n, (mimetype, data))) in (0u32..).zip(images.iter().enumerate()) {
-            let n = n + 1;
-            let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()) else {
-                lines.push(format!("[image {n}: not uploaded: its base64 does not decode]"));
-                continue;
-            };
-            let ext = mimetype.rsplit('/').next().unwrap_or("bin");
-            let name = format!("image-{n}.{ext}");
-            let key = UploadKey { turn: self.turn, nth, idx };
-            match self.upload(Upload { key, bytes: &bytes, mimetype, name: &name, encrypt }, "").await {
-                Ok(Uploaded { mxc, .. }) => lines.push(format!(
-                    "[image {n} ({mimetype}, {} bytes) is uploaded as {mxc}: show it with a gallery, a card's image or a file block]",
-                    bytes.len()
-                )),
-                Err(Stop::Tool(e)) => lines.push(format!("[image {n}: not uploaded: {}]", e.error)),
-                Err(stop) => return Err(stop),
-            }
-        }
-        Ok(lines.join("\n"))
-    }
-
-    pub(in crate::turn) async fn upload(&self, upload: Upload<'_>, path: &str) -> Result<Uploaded, Stop> {
-        let Some(media) = self.kit.media else {
-            return Err(Stop::Tool(ToolError::new(ToolErrorCode::SendFailed, "uploads are not available here")));
-        };
-        let at = |code, why: String| {
-            Stop::Tool(if path.is_empty() { ToolError::new(code, why) } else { ToolError::at(code, path, why) })
-        };
-        match media.upload(self.store, &self.scope.persona, upload).await {
-            Ok(uploaded) => Ok(uploaded),
-            Err(e @ UploadError::TooLarge(..)) => Err(at(ToolErrorCode::TooLarge, e.to_string())),
-            Err(e @ UploadError::TooMany(_)) => Err(at(ToolErrorCode::LimitReached, e.to_string())),
-            Err(e @ UploadError::Refused(_)) => Err(at(ToolErrorCode::SendFailed, e.to_string())),
-            Err(e @ (UploadError::Unavailable(_) | UploadError::Store(_))) => Err(Stop::Suspend(e.to_string())),
+        let mxc = upload(r, file, &p.found.path).await?.mxc;
+        let holder = args
+            .pointer_mut(&format!("/payload{}", p.found.at.0))
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| internal("lost a payload field"))?;
+        holder.insert(p.found.at.1.clone(), Value::String(mxc));
+        if holder.get("type").and_then(Value::as_str) == Some("file") {
+            holder.entry("size").or_insert(Value::from(p.bytes.len()));
+            holder.entry("mimetype").or_insert(Value::String(p.mimetype));
         }
     }
+    Ok(())
+}
 
-    /// Refuses a payload showing an `mxc://` URL the asker may not show ([`media_allowed`]).
-    async fn check_media(&self, payload: &Value) -> Result<(), Stop> {
-        media_allowed(self.store, self.scope, payload).await.map_err(Stop::Tool)
+/// Uploads an MCP tool's images (`(mimetype, base64)`), and the lines the model reads
+/// of them: each one's `mxc://` URL, or why it was not uploaded.
+pub(in crate::turn) async fn upload_images(
+    r: &Reach<'_>,
+    images: &[(String, String)],
+    nth: u32,
+) -> Result<String, Stop> {
+    use base64::Engine;
+    let mut lines = Vec::new();
+    let encrypt = r.encrypted(&r.scope.room).await?;
+    for (idx, (n, (mimetype, data))) in (0u32..).zip(images.iter().enumerate()) {
+        let n = n + 1;
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()) else {
+            lines.push(format!("[image {n}: not uploaded: its base64 does not decode]"));
+            continue;
+        };
+        let ext = mimetype.rsplit('/').next().unwrap_or("bin");
+        let name = format!("image-{n}.{ext}");
+        let key = UploadKey { turn: r.turn, nth, idx };
+        match upload(r, Upload { key, bytes: &bytes, mimetype, name: &name, encrypt }, "").await {
+            Ok(Uploaded { mxc, .. }) => lines.push(format!(
+                "[image {n} ({mimetype}, {} bytes) is uploaded as {mxc}: show it with a gallery, a card's image or a file block]",
+                bytes.len()
+            )),
+            Err(Stop::Tool(e)) => lines.push(format!("[image {n}: not uploaded: {}]", e.error)),
+            Err(stop) => return Err(stop),
+        }
     }
+    Ok(lines.join("\n"))
+}
+
+pub(in crate::turn) async fn upload(r: &Reach<'_>, upload: Upload<'_>, path: &str) -> Result<Uploaded, Stop> {
+    let Some(media) = r.kit.media else {
+        return Err(Stop::Tool(ToolError::new(ToolErrorCode::SendFailed, "uploads are not available here")));
+    };
+    let at = |code, why: String| {
+        Stop::Tool(if path.is_empty() { ToolError::new(code, why) } else { ToolError::at(code, path, why) })
+    };
+    match media.upload(r.store, &r.scope.persona, upload).await {
+        Ok(uploaded) => Ok(uploaded),
+        Err(e @ UploadError::TooLarge(..)) => Err(at(ToolErrorCode::TooLarge, e.to_string())),
+        Err(e @ UploadError::TooMany(_)) => Err(at(ToolErrorCode::LimitReached, e.to_string())),
+        Err(e @ UploadError::Refused(_)) => Err(at(ToolErrorCode::SendFailed, e.to_string())),
+        Err(e @ (UploadError::Unavailable(_) | UploadError::Store(_))) => Err(Stop::Suspend(e.to_string())),
+    }
+}
+
+/// Refuses a payload showing an `mxc://` URL the asker may not show ([`media_allowed`]).
+pub(in crate::turn) async fn check_media(r: &Reach<'_>, payload: &Value) -> Result<(), Stop> {
+    media_allowed(r.store, r.scope, payload).await.map_err(Stop::Tool)
 }
 
 /// Refuses a payload showing an `mxc://` URL that is neither `scope`'s persona's upload nor

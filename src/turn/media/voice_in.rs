@@ -19,18 +19,21 @@
 
 use ruma::UserId;
 
+use crate::budget::Budget;
 use crate::clock::now_ms;
 use crate::media::{self, Kind, Part};
 use crate::metrics::Metrics;
+use crate::outbox::Outbox;
 use crate::outbox::WriteId;
 use crate::personas::Persona;
 use crate::speech::{self, Listening, Voice};
+use crate::store::Store;
 use crate::store::StoredEvent;
 use crate::strings;
 use crate::turn::context::Parts;
 use crate::turn::conversation::about;
 use crate::turn::notices::{self, PostError};
-use crate::turn::{Error, Scope, Turns};
+use crate::turn::{Error, Scope};
 
 /// Where the voice notices go among the turn's writes: "cannot listen", then one per
 /// voice message by its place.
@@ -77,12 +80,17 @@ impl Heard {
     }
 }
 
-impl Turns {
-    /// Members' voice messages are heard (and answers spoken) through `voice`.
-    pub fn with_voice(self, voice: Voice) -> Self {
-        Self { voice, ..self }
-    }
+/// What hearing a turn's voice messages needs of the turn stage.
+pub(in crate::turn) struct Hearing<'a> {
+    pub store: &'a Store,
+    pub outbox: &'a Outbox,
+    pub metrics: &'a Metrics,
+    pub budget: &'a Budget,
+    pub media: &'a Option<crate::media::Media>,
+    pub voice: &'a Voice,
+}
 
+impl Hearing<'_> {
     /// Makes words of the voice messages the turn is about that `parts` has none for.
     pub(in crate::turn) async fn listen(
         &self,
@@ -260,7 +268,7 @@ impl Turns {
     }
 
     async fn tell_voice(&self, id: WriteId, scope: &Scope, text: &str) -> Result<(), Error> {
-        match notices::post(&self.outbox, scope, id, text, true).await {
+        match notices::post(self.outbox, scope, id, text, true).await {
             Ok(()) => Ok(()),
             Err(PostError::Later(why)) => Err(Error::Suspended(why)),
             Err(PostError::Failed(why)) => {

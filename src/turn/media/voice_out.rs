@@ -11,13 +11,15 @@
 use crate::agent;
 use crate::media::{Kind, Upload, UploadError};
 use crate::metrics::Metrics;
+use crate::outbox::Outbox;
 use crate::outbox::{self, Write, WriteId};
 use crate::personas::Persona;
 use crate::render::{self, Info, Source};
 use crate::speech::{self, Speaking};
+use crate::store::Store;
 use crate::store::{StoredEvent, TurnRecord, UploadKey};
 use crate::turn::close::Closer;
-use crate::turn::{Error, Outcome, Scope, Turns};
+use crate::turn::{Error, Outcome, Scope};
 
 /// The spoken answer's upload number (apart from any tool call's) and write number.
 const VOICE_NTH: u32 = 900_000;
@@ -26,7 +28,16 @@ const VOICE_SEQ: i64 = 4_200_000;
 /// Characters of an answer spoken at most (OpenAI's speech API takes 4096).
 const MAX_SPOKEN_CHARS: usize = 4_000;
 
-impl Turns {
+/// What speaking an answer needs of the turn stage.
+pub(in crate::turn) struct Speaker<'a> {
+    pub store: &'a Store,
+    pub outbox: &'a Outbox,
+    pub metrics: &'a Metrics,
+    pub media: &'a Option<crate::media::Media>,
+    pub voice: &'a crate::speech::Voice,
+}
+
+impl Speaker<'_> {
     /// Closes a turn the model answered, then speaks the answer if it should be.
     pub(in crate::turn) async fn answered(
         &self,
@@ -80,7 +91,7 @@ impl Turns {
         };
         let key = UploadKey { turn, nth: VOICE_NTH, idx: 0 };
         let upload = Upload { key, bytes: &bytes, mimetype, name, encrypt };
-        let uploaded = match media.upload(&self.store, &scope.persona, upload).await {
+        let uploaded = match media.upload(self.store, &scope.persona, upload).await {
             Ok(uploaded) => uploaded,
             Err(UploadError::Unavailable(why) | UploadError::Store(why)) => return Err(Error::Suspended(why)),
             Err(e) => return fail(e.to_string()),

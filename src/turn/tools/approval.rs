@@ -27,7 +27,7 @@ use crate::render;
 use crate::store::NewApproval;
 use crate::tools::registry::Tool;
 use crate::tools::{ToolError, ToolErrorCode};
-use crate::turn::runner::Runner;
+use crate::turn::reach::Reach;
 use crate::turn::stop::{Stop, outbox_error};
 
 pub use crate::approval::Decision;
@@ -105,7 +105,7 @@ fn store_stop(e: impl std::fmt::Display) -> Stop {
 /// Asks the turn's asker to allow call `nth` of `tool` with `args`, and waits for them.
 /// After a no (or no answer) the turn asks no more: a model cannot hold a room with one
 /// request after another.
-pub async fn ask(r: &Runner<'_>, tool: &Tool, args: &Value, nth: u32) -> Result<Asked, Stop> {
+pub async fn ask(r: &Reach<'_>, tool: &Tool, args: &Value, nth: u32) -> Result<Asked, Stop> {
     let scope = r.scope;
     let mut asked = Asked {
         decision: Decision::Deny,
@@ -185,7 +185,7 @@ pub async fn ask(r: &Runner<'_>, tool: &Tool, args: &Value, nth: u32) -> Result<
 }
 
 /// Edits the notice to say how it was decided (best effort: it is only a display).
-pub async fn close(r: &Runner<'_>, asked: &Asked, nth: u32) {
+pub async fn close(r: &Reach<'_>, asked: &Asked, nth: u32) {
     let Some(notice) = &asked.notice else { return };
     let Ok(content) = render::notice_edit(notice, &asked.outcome()) else { return };
     let scope = r.scope;

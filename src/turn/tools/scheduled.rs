@@ -7,14 +7,18 @@
 //! same ids, so nothing is posted twice.
 
 use crate::blocks::Rich;
+use crate::blocks::WriterKey;
 use crate::clock::now_ms;
+use crate::metrics::Metrics;
+use crate::outbox::Outbox;
 use crate::outbox::{self, Write, WriteId};
 use crate::render;
 use crate::schedules::{Body, Bounds, EVENT_TYPE, Occurrence, Ticker, when};
+use crate::store::Store;
 use crate::store::{StoredEvent, TurnRow};
 use crate::strings;
 use crate::turn::notices::{self, PostError};
-use crate::turn::{Error, Outcome, Scope, Turns};
+use crate::turn::{Error, Outcome, Scope};
 
 /// A schedule whose occurrences failed to be posted this many times in a row is stopped.
 pub const MAX_POST_FAILURES: i64 = 3;
@@ -43,16 +47,22 @@ pub async fn zone_of(
     Ok(own.and_then(|z| when::zone(&z).ok()).or(default))
 }
 
-impl Turns {
-    /// Schedules made in turns wake `kit`'s ticker, within its bounds.
-    pub fn with_schedules(self, kit: ScheduleKit) -> Self {
-        Self { schedules: kit, ..self }
-    }
+/// What posting a due schedule's message needs of the turn stage.
+pub(in crate::turn) struct Occurrences<'a> {
+    pub store: &'a Store,
+    pub outbox: &'a Outbox,
+    pub metrics: &'a Metrics,
+    /// The deployment's zone (`bot.timezone`), for askers who set none.
+    pub timezone: Option<chrono_tz::Tz>,
+    /// The content key rich payloads are written under.
+    pub key: WriterKey,
+}
 
+impl Occurrences<'_> {
     /// When `events` are a schedule's message: posts it and says how the turn ended. A
     /// schedule whose posts failed [`MAX_POST_FAILURES`] times in a row is stopped, and
     /// its asker told in their DM with the persona (the room is where posting fails).
-    pub(in crate::turn) async fn post_scheduled(
+    pub(in crate::turn) async fn post(
         &self,
         turn: &TurnRow,
         scope: &Scope,
@@ -65,11 +75,11 @@ impl Turns {
         }
         // Media it may no longer show (or never could: made before this was checked) stop it.
         if let Body::Rich { payload, .. } = &o.body
-            && let Err(e) = crate::turn::media::uploads::media_allowed(&self.store, scope, payload).await
+            && let Err(e) = crate::turn::media::uploads::media_allowed(self.store, scope, payload).await
         {
             let why = format!("its message shows media its asker may not show ({})", e.error);
             let told = strings::schedule_stopped_media(o.schedule, o.title.as_deref());
-            self.stop_schedule(turn, scope, &o, &why, &told).await?;
+            self.stop(turn, scope, &o, &why, &told).await?;
             return Ok(Some(Outcome::PostFailed(why)));
         }
         let outcome = self.post_occurrence(turn, scope, &o).await?;
@@ -85,7 +95,7 @@ impl Turns {
                         &scope.room,
                         MAX_POST_FAILURES,
                     );
-                    self.stop_schedule(turn, scope, &o, &reason, &told).await?;
+                    self.stop(turn, scope, &o, &reason, &told).await?;
                 }
             }
             _ => self.store.schedule_posted(o.schedule).await?,
@@ -94,27 +104,18 @@ impl Turns {
     }
 
     /// Stops schedule `o` for `reason` (logged, kept with it) and tells its asker `told`.
-    async fn stop_schedule(
-        &self,
-        turn: &TurnRow,
-        scope: &Scope,
-        o: &Occurrence,
-        reason: &str,
-        told: &str,
-    ) -> Result<(), Error> {
+    async fn stop(&self, turn: &TurnRow, scope: &Scope, o: &Occurrence, reason: &str, told: &str) -> Result<(), Error> {
         if !self.store.end_schedule(o.schedule, "stopped", reason, now_ms()).await? {
             return Ok(());
         }
-        crate::metrics::Metrics::inc(&self.metrics.schedules_stopped);
+        Metrics::inc(&self.metrics.schedules_stopped);
         tracing::warn!(schedule = o.schedule, room = %scope.room, reason, "schedule stopped");
         // A member's schedule is told in their DM with the persona; an agent client's (the
         // persona's own) has no one to tell but the log.
         if scope.asker == scope.persona {
             return Ok(());
         }
-        let dm = match crate::turn::targets::resolve(&self.store, &self.outbox, scope, &crate::tools::RoomTarget::Dm)
-            .await
-        {
+        let dm = match super::targets::resolve(self.store, self.outbox, scope, &crate::tools::RoomTarget::Dm).await {
             Ok(dm) => dm,
             Err(e) => {
                 tracing::warn!(schedule = o.schedule, error = %e.error, "could not open a DM to say a schedule stopped");
@@ -122,7 +123,7 @@ impl Turns {
             }
         };
         let dm = Scope { room: dm, is_dm: true, thread: None, reply_to: None, ..scope.clone() };
-        match notices::post(&self.outbox, &dm, WriteId { turn: turn.id, seq: STOPPED_SEQ }, told, true).await {
+        match notices::post(self.outbox, &dm, WriteId { turn: turn.id, seq: STOPPED_SEQ }, told, true).await {
             Ok(()) => Ok(()),
             Err(PostError::Later(why)) => Err(Error::Suspended(why)),
             Err(PostError::Failed(why)) => {
@@ -135,15 +136,15 @@ impl Turns {
     /// Posts occurrence `o`'s message (after a note when it is late).
     async fn post_occurrence(&self, turn: &TurnRow, scope: &Scope, o: &Occurrence) -> Result<Outcome, Error> {
         if o.late {
-            let tz = zone_of(&self.store, &scope.asker, self.schedules.timezone).await?.unwrap_or(chrono_tz::UTC);
+            let tz = zone_of(self.store, &scope.asker, self.timezone).await?.unwrap_or(chrono_tz::UTC);
             let text = strings::schedule_late(&when::spoken(o.due, tz));
-            match notices::post(&self.outbox, scope, WriteId { turn: turn.id, seq: 0 }, &text, true).await {
+            match notices::post(self.outbox, scope, WriteId { turn: turn.id, seq: 0 }, &text, true).await {
                 Ok(()) => {}
                 Err(PostError::Later(why)) => return Err(Error::Suspended(why)),
                 Err(PostError::Failed(why)) => return Ok(Outcome::PostFailed(why)),
             }
         }
-        let key = self.limits.key;
+        let key = self.key;
         let content = match &o.body {
             Body::Text(text) => render::text(text, None),
             Body::Rich { payload, fallback } => {

@@ -9,11 +9,11 @@
 
 use ruma::{EventId, OwnedRoomId, RoomId, UserId};
 
-use super::Scope;
 use crate::blocks::cut;
 use crate::outbox::Outbox;
 use crate::store::{self, Store};
 use crate::tools::{RoomChoices, RoomTarget, ToolError, ToolErrorCode};
+use crate::turn::Scope;
 
 /// Shared rooms offered for the `room` argument at most.
 pub const MAX_CHOICES: usize = 10;
@@ -130,7 +130,7 @@ async fn both_joined(store: &Store, room: &RoomId, a: &UserId, b: &UserId) -> Re
 }
 
 /// An error inside richbot: logged in full, told to the model without internals.
-pub(super) fn internal(e: impl std::fmt::Display) -> ToolError {
+pub(in crate::turn) fn internal(e: impl std::fmt::Display) -> ToolError {
     tracing::error!(error = %e, "tool call failed inside richbot");
     ToolError::new(ToolErrorCode::Internal, "richbot could not complete the call because of an internal error")
 }
