@@ -82,18 +82,20 @@ impl Parts {
 }
 
 /// How much of each MCP server's listing is offered (`limits.mcp_tools_per_server`).
-/// The agents' channel, served on `[agents] listen` when it is set.
 /// The agents' channel, when `agents.listen` is set (served by [`agents_serving`]).
 pub fn agents(
     settings: &Settings,
-    parts: (store::Store, crate::outbox::Outbox, matrix::Client),
+    store: store::Store,
+    outbox: crate::outbox::Outbox,
+    matrix: matrix::Client,
     metrics: std::sync::Arc<crate::metrics::Metrics>,
     schedules: crate::turn::ScheduleKit,
 ) -> Option<std::sync::Arc<crate::channel::Channel>> {
     settings.config.agents.listen.as_ref()?;
     let window = Duration::from_secs(settings.config.agents.idempotency_hours.saturating_mul(3600));
     let key = settings.config.bot.writer_key;
-    Some(crate::channel::Channel::new(parts, metrics, settings.agents.clone(), (window, key), schedules))
+    let setup = crate::channel::Setup { clients: settings.agents.clone(), window, key, schedules };
+    Some(crate::channel::Channel::new(store, outbox, matrix, metrics, setup))
 }
 
 /// `channel` served on `agents.listen`.
@@ -225,9 +227,11 @@ pub fn room_policy(settings: &Settings) -> room::Policy {
 /// (else the fix is logged once, and a persona in an encrypted room says it cannot read it).
 pub fn crypto(
     settings: &Settings,
-    (store, matrix): (&store::Store, &matrix::Client),
+    store: &store::Store,
+    matrix: &matrix::Client,
     personas: &Personas,
-    (sharing, queue): (Option<crate::crypto::Sharing>, std::sync::Arc<queue::RoomQueue>),
+    sharing: Option<crate::crypto::Sharing>,
+    queue: std::sync::Arc<queue::RoomQueue>,
 ) -> Option<crate::crypto::Crypto> {
     let e = &settings.config.encryption;
     if !e.enabled {
@@ -245,7 +249,7 @@ pub fn crypto(
     }
     let ids: Vec<OwnedUserId> = personas.all().iter().map(|p| p.user_id.clone()).collect();
     let wait = Duration::from_secs(e.wait_for_key_secs);
-    Some(crate::crypto::Crypto::new((store.clone(), matrix.clone()), &ids, wait, (sharing, Some(queue))))
+    Some(crate::crypto::Crypto::new(store.clone(), matrix.clone(), &ids, wait, sharing, Some(queue)))
 }
 
 /// What turns need of schedules: `[schedules]`, `bot.timezone`, and the ticker to wake.

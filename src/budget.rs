@@ -70,7 +70,8 @@ impl Budget {
     pub async fn first_notice(
         &self,
         store: &Store,
-        (room, asker): (&RoomId, &UserId),
+        room: &RoomId,
+        asker: &UserId,
         spent: Spent,
     ) -> Result<bool, store::Error> {
         let key = match spent.kind {
@@ -108,7 +109,7 @@ pub enum Stop {
 }
 
 impl<'a, L> Metered<'a, L> {
-    pub fn new(llm: &'a L, store: &'a Store, budget: &'a Budget, (room, asker): (&'a RoomId, &'a UserId)) -> Self {
+    pub fn new(llm: &'a L, store: &'a Store, budget: &'a Budget, room: &'a RoomId, asker: &'a UserId) -> Self {
         Self { llm, store, budget, room, asker, stopped: Mutex::new(None) }
     }
 
@@ -180,7 +181,7 @@ impl<L> Metered<'_, L> {
             // A call refused outright is not billed by the APIs richbot talks to.
             Err(_) => 0,
         };
-        if let Err(e) = self.store.settle_tokens(id, used, (reported.prompt, reported.cached)).await {
+        if let Err(e) = self.store.settle_tokens(id, used, reported.prompt, reported.cached).await {
             tracing::warn!(error = %e, "could not settle a token reservation; the estimate stands");
         }
         result

@@ -121,7 +121,7 @@ impl Deployment {
         let approvals = if shared { approvals.sharing() } else { approvals };
         let metrics = Arc::new(metrics::Metrics::default());
         let sharing = leases.as_ref().map(room::Leases::crypto_sharing);
-        let crypto = assemble::crypto(&settings, (&store, &matrix), &personas, (sharing, queue.clone()));
+        let crypto = assemble::crypto(&settings, &store, &matrix, &personas, sharing, queue.clone());
         if let Some(c) = &crypto {
             metrics.count_crypto(c.counters());
         }
@@ -155,9 +155,9 @@ impl Deployment {
         .with_polls(closer)
         .with_schedules(assemble::schedule_kit(&settings, ticker.clone()));
         let policy = assemble::room_policy(&settings);
-        let channel_parts = (store.clone(), outbox.clone(), matrix.clone());
-        let channel =
-            assemble::agents(&settings, channel_parts, metrics.clone(), assemble::schedule_kit(&settings, ticker));
+        let schedule_kit = assemble::schedule_kit(&settings, ticker);
+        let (s, o, m) = (store.clone(), outbox.clone(), matrix.clone());
+        let channel = assemble::agents(&settings, s, o, m, metrics.clone(), schedule_kit);
         let clients = channel.clone().map(|c| c as Arc<dyn schedules::ClientRooms>);
         let mut rooms = room::Deps::new(
             store.clone(),
@@ -170,7 +170,7 @@ impl Deployment {
         )
         .with_crypto(crypto.clone(), personas.clone(), policy.clone())
         .with_clients(clients);
-        let mut inbox = inbox::Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone())
+        let mut inbox = inbox::Inbox::new(store.clone(), queue.clone(), personas.clone(), policy, metrics.clone())
             .with_approvals(approvals)
             .with_crypto(crypto.clone());
         if let Some(leases) = leases {

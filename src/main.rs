@@ -148,7 +148,8 @@ fn main() -> ExitCode {
             }
         }
         Command::GenerateRegistration { config, url, server_name, out, force, id, sender_localpart, user_prefix } => {
-            report(generate_registration(config, url, server_name, out, force, (id, sender_localpart, user_prefix)))
+            let flags = RegistrationFlags { config, url, server_name, out, force, id, sender_localpart, user_prefix };
+            report(generate_registration(flags))
         }
         Command::GeneratePickleKey { out } => report(richbot::pickle::write_new(&out).map_err(Into::into).map(|()| {
             println!(
@@ -167,15 +168,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// `generate-registration`, from flags or a config (its listen address, server name, path).
-fn generate_registration(
+/// `generate-registration`'s flags.
+struct RegistrationFlags {
     config: Option<PathBuf>,
     url: Option<String>,
     server_name: Option<String>,
     out: Option<PathBuf>,
     force: bool,
-    (id, sender_localpart, user_prefix): (String, String, String),
-) -> anyhow::Result<()> {
+    id: String,
+    sender_localpart: String,
+    user_prefix: String,
+}
+
+/// `generate-registration`, from flags or a config (its listen address, server name, path).
+fn generate_registration(flags: RegistrationFlags) -> anyhow::Result<()> {
+    let RegistrationFlags { config, url, server_name, out, force, id, sender_localpart, user_prefix } = flags;
     let (opts, default_out) = match config {
         Some(path) => {
             let config = config::read_unchecked(&path).map_err(|e| anyhow::anyhow!("{e}"))?;

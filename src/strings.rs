@@ -101,7 +101,7 @@ pub fn budget_spent(which: &str, limit: u64, refills_at: &str) -> String {
 
 /// The answer to `!usage`: `used` is (tokens as the budget counts them, turns, prompt
 /// tokens, of which cached).
-pub fn usage(asker: &str, (tokens, turns, prompt, cached): (u64, u64, u64, u64), limit: Option<u64>) -> String {
+pub fn usage(asker: &str, tokens: u64, turns: u64, prompt: u64, cached: u64, limit: Option<u64>) -> String {
     let limit = match limit {
         Some(n) => format!("Your limit is {n} tokens a day."),
         None => "You have no personal limit.".to_owned(),

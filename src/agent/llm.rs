@@ -286,7 +286,7 @@ impl Llm {
         match opened {
             Ok(events) => {
                 let pace = super::stream::Pace { first: self.timeout, idle: self.idle };
-                super::stream::read(events, live, (pace, &alive), self.text_tool_calls.then_some(tools)).await
+                super::stream::read(events, live, pace, &alive, self.text_tool_calls.then_some(tools)).await
             }
             // An endpoint that refuses to stream (a 400 about it, a body that is no event
             // stream) is remembered and asked without streaming from now on; one that

@@ -40,7 +40,13 @@ struct PartialCall {
 }
 
 /// Reads `events` to the end into one reply, feeding `live` with the text so far.
-pub async fn read<S, E>(mut events: S, live: &LiveText, paced: (Pace, &Alive), hide: Hide<'_>) -> Result<Reply, Error>
+pub async fn read<S, E>(
+    mut events: S,
+    live: &LiveText,
+    pace: Pace,
+    alive: &Alive,
+    hide: Hide<'_>,
+) -> Result<Reply, Error>
 where
     S: futures::Stream<Item = Result<Value, E>> + Unpin,
     E: std::fmt::Display,
@@ -50,7 +56,6 @@ where
     let mut usage = Usage::default();
     let mut finished = false;
     let mut length = false;
-    let (pace, alive) = paced;
     let mut wait = pace.first;
     loop {
         let event = match next(&mut events, alive, wait).await {
@@ -172,14 +177,14 @@ mod tests {
             Ok(json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}})),
         ];
         let (live, watch) = tokio::sync::watch::channel(String::new());
-        let reply = read(futures::stream::iter(events), &live, (PACE, &Alive::new()), None).await.expect("a reply");
+        let reply = read(futures::stream::iter(events), &live, PACE, &Alive::new(), None).await.expect("a reply");
         assert_eq!(reply.text.as_deref(), Some("Hello"));
         assert_eq!(*watch.borrow(), "Hello");
         assert_eq!(reply.tool_calls, vec![ToolCall::new("c1", "rich_send", "{\"a\": 1}")]);
         assert_eq!(reply.usage, Usage { prompt: 7, completion: 3, cached: 0 });
 
         let cut: Vec<Result<Value, String>> = vec![piece("Half an"), Err("connection reset".into())];
-        match read(futures::stream::iter(cut), &live, (PACE, &Alive::new()), None).await {
+        match read(futures::stream::iter(cut), &live, PACE, &Alive::new(), None).await {
             Err(Error::Cut(so_far, why)) => {
                 assert_eq!((so_far.as_str(), why.as_str()), ("Half an", "connection reset"))
             }
@@ -191,12 +196,12 @@ mod tests {
     async fn a_stream_that_ends_without_saying_it_finished_is_cut() {
         let (live, _watch) = tokio::sync::watch::channel(String::new());
         let unfinished = vec![piece("It ends"), piece(" here")];
-        match read(futures::stream::iter(unfinished), &live, (PACE, &Alive::new()), None).await {
+        match read(futures::stream::iter(unfinished), &live, PACE, &Alive::new(), None).await {
             Err(Error::Cut(so_far, why)) => assert_eq!(so_far, "It ends here", "{why}"),
             other => panic!("expected a cut stream, got {other:?}"),
         }
         let finished = vec![piece("It ends"), piece(" here"), stop()];
-        let reply = read(futures::stream::iter(finished), &live, (PACE, &Alive::new()), None).await.expect("complete");
+        let reply = read(futures::stream::iter(finished), &live, PACE, &Alive::new(), None).await.expect("complete");
         assert_eq!(reply.text.as_deref(), Some("It ends here"));
     }
 
@@ -214,18 +219,17 @@ mod tests {
         let (live, _watch) = tokio::sync::watch::channel(String::new());
         // 90 s of answer, a piece a second, with a 60 s timeout and 30 s of allowed silence.
         let started = tokio::time::Instant::now();
-        let reply =
-            read(paced(90, Duration::from_secs(1)), &live, (PACE, &Alive::new()), None).await.expect("complete");
+        let reply = read(paced(90, Duration::from_secs(1)), &live, PACE, &Alive::new(), None).await.expect("complete");
         assert_eq!(reply.text.map(|t| t.len()), Some(90 * 5));
         assert!(started.elapsed() >= Duration::from_secs(90));
         // Silent for 31 s after it began: cut, with what came.
         let stalled = futures::stream::iter([piece("so far")]).chain(paced(1, Duration::from_secs(31)));
-        match read(Box::pin(stalled), &live, (PACE, &Alive::new()), None).await {
+        match read(Box::pin(stalled), &live, PACE, &Alive::new(), None).await {
             Err(Error::Cut(so_far, why)) => assert_eq!(so_far, "so far", "{why}"),
             other => panic!("expected a cut stream, got {other:?}"),
         }
         // Nothing at all within the timeout: timed out, nothing to show.
-        match read(paced(1, Duration::from_secs(61)), &live, (PACE, &Alive::new()), None).await {
+        match read(paced(1, Duration::from_secs(61)), &live, PACE, &Alive::new(), None).await {
             Err(Error::TimedOut(_)) => {}
             other => panic!("expected a timeout, got {other:?}"),
         }
@@ -244,7 +248,7 @@ mod tests {
                 pinger.touch();
             }
         });
-        let reply = read(paced(1, Duration::from_secs(150)), &live, (PACE, &alive), None).await.expect("answered");
+        let reply = read(paced(1, Duration::from_secs(150)), &live, PACE, &alive, None).await.expect("answered");
         assert_eq!(reply.text.as_deref(), Some("word "));
         pings.await.expect("pings");
         // Pings that stop: silent for the timeout after the last one.
@@ -255,7 +259,7 @@ mod tests {
             pinger.touch();
         });
         let started = tokio::time::Instant::now();
-        match read(paced(1, Duration::from_secs(150)), &live, (PACE, &alive), None).await {
+        match read(paced(1, Duration::from_secs(150)), &live, PACE, &alive, None).await {
             Err(Error::TimedOut(_)) => assert_eq!(started.elapsed(), Duration::from_secs(80)),
             other => panic!("expected a timeout, got {other:?}"),
         }
@@ -283,7 +287,7 @@ mod tests {
             Ok(json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 9}})),
         ];
         let (live, _watch) = tokio::sync::watch::channel(String::new());
-        let reply = read(futures::stream::iter(events), &live, (PACE, &Alive::new()), None).await.expect("a reply");
+        let reply = read(futures::stream::iter(events), &live, PACE, &Alive::new(), None).await.expect("a reply");
         assert_eq!(reply.text.as_deref(), Some("Here it is."));
         let mut cut = ToolCall::new("b", "rich_send", "{\"y\": \"tru");
         cut.cut = true;

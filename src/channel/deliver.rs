@@ -35,7 +35,7 @@ impl Channel {
     ) -> Result<Receipt, Failure> {
         let request = json!({"op": "send", "direct": req.direct, "to": req.to.trim(), "content": content_value(&req.content),
                              "reply_to": req.reply_to, "thread": req.thread});
-        self.once((client, key), request, move |this, client, row| async move {
+        self.once(client, key, request, move |this, client, row| async move {
             let made = async {
                 let room = this.room_for(&client, req.direct, &req.to).await?;
                 for (path, event) in [("reply_to", &req.reply_to), ("thread", &req.thread)] {
@@ -61,7 +61,7 @@ impl Channel {
             let write = Write { id: WriteId::agent(row.id), room: &room, persona: &client.persona };
             let sent = this.outbox.send(&write, &content, req.thread.as_deref()).await;
             let event = this.written(&client, sent)?;
-            this.done(&client, row.id, &room, (&event, &event)).await
+            this.done(&client, row.id, &room, &event, &event).await
         })
         .await
     }
@@ -74,7 +74,7 @@ impl Channel {
         key: Option<String>,
     ) -> Result<Receipt, Failure> {
         let request = json!({"op": "edit", "message_id": req.message_id, "content": content_value(&req.content)});
-        self.once((client, key), request, move |this, client, row| async move {
+        self.once(client, key, request, move |this, client, row| async move {
             let made = async {
                 let sent = this.own_message(&client, &req.message_id).await?;
                 let original: OwnedEventId = sent.replaces.clone().unwrap_or_else(|| req.message_id.clone());
@@ -101,7 +101,7 @@ impl Channel {
             };
             let event = this.written(&client, event)?;
             crate::metrics::Metrics::add(&this.metrics.edit_wait_ms, waited);
-            this.done(&client, row.id, &room, (&original, &event)).await
+            this.done(&client, row.id, &room, &original, &event).await
         })
         .await
     }
@@ -111,7 +111,8 @@ impl Channel {
     /// task, so the caller hanging up does not stop a write half way.
     async fn once<F, Fut>(
         self: &Arc<Self>,
-        (client, key): (Arc<Client>, Option<String>),
+        client: Arc<Client>,
+        key: Option<String>,
         request: Value,
         work: F,
     ) -> Result<Receipt, Failure>
@@ -253,9 +254,10 @@ impl Channel {
         client: &Client,
         id: i64,
         room: &RoomId,
-        (message, event): (&EventId, &EventId),
+        message: &EventId,
+        event: &EventId,
     ) -> Result<Receipt, Failure> {
-        self.store.agent_request_done(id, &client.name, room, (message, event)).await.map_err(Failure::internal)?;
+        self.store.agent_request_done(id, &client.name, room, message, event).await.map_err(Failure::internal)?;
         self.metrics.agent_write(&client.name, "ok");
         Ok(Receipt {
             message_id: message.to_string(),

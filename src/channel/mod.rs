@@ -66,6 +66,19 @@ pub struct EditRequest {
     pub content: Content,
 }
 
+/// How the channel runs, from `[agents]` and `[bot]`.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The agent clients and their tokens.
+    pub clients: Vec<Client>,
+    /// How long an idempotency key is remembered.
+    pub window: Duration,
+    /// The content key rich payloads are written under.
+    pub key: WriterKey,
+    /// Schedules' bounds, the default zone, and the ticker told of a new one.
+    pub schedules: crate::turn::ScheduleKit,
+}
+
 /// The channel's state, shared by its HTTP and MCP handlers.
 #[derive(Debug)]
 pub struct Channel {
@@ -86,12 +99,13 @@ pub struct Channel {
 
 impl Channel {
     pub fn new(
-        (store, outbox, matrix): (Store, Outbox, crate::matrix::Client),
+        store: Store,
+        outbox: Outbox,
+        matrix: crate::matrix::Client,
         metrics: Arc<Metrics>,
-        clients: Vec<Client>,
-        (window, key): (Duration, WriterKey),
-        schedules: crate::turn::ScheduleKit,
+        setup: Setup,
     ) -> Arc<Self> {
+        let Setup { clients, window, key, schedules } = setup;
         let clients = clients.into_iter().map(Arc::new).collect();
         let (rate, calls) = (rate::Rate::default(), Default::default());
         Arc::new(Self { store, outbox, matrix, metrics, clients, window, rate, calls, key, schedules })

@@ -80,7 +80,7 @@ impl Channel {
             created_at: now,
             client: Some(&client.name),
         };
-        let id = match self.store.create_schedule(&row, (bounds.per_user, bounds.per_room)).await {
+        let id = match self.store.create_schedule(&row, bounds.per_user, bounds.per_room).await {
             Ok(Ok(id)) => id,
             Ok(Err(over)) => return Err(too_many(over)),
             Err(e) => return Err(Failure::internal(e)),

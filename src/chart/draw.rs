@@ -88,7 +88,7 @@ pub fn draw(chart: &Chart) -> Result<Png, String> {
     fonts();
     let (width, height) = (SHOWN.0 * 2, SHOWN.1 * 2);
     let mut rgb = vec![255u8; width as usize * height as usize * 3];
-    plot(chart, &mut rgb, (width, height)).map_err(|e| format!("the chart could not be drawn: {e}"))?;
+    plot(chart, &mut rgb, width, height).map_err(|e| format!("the chart could not be drawn: {e}"))?;
     let mut bytes = Vec::new();
     let encoder = image::codecs::png::PngEncoder::new(&mut bytes);
     image::ImageEncoder::write_image(encoder, &rgb, width, height, image::ExtendedColorType::Rgb8)
@@ -98,8 +98,8 @@ pub fn draw(chart: &Chart) -> Result<Png, String> {
 
 type Drawn = Result<(), Box<dyn std::error::Error>>;
 
-fn plot(chart: &Chart, rgb: &mut [u8], size: (u32, u32)) -> Drawn {
-    let root = BitMapBackend::with_buffer(rgb, size).into_drawing_area();
+fn plot(chart: &Chart, rgb: &mut [u8], width: u32, height: u32) -> Drawn {
+    let root = BitMapBackend::with_buffer(rgb, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let n = chart.points().max(1);
     let (lo, hi) = range(chart)?;

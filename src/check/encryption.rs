@@ -39,17 +39,17 @@ pub fn crypto(settings: &Settings, parts: &Parts) -> CheckCrypto {
     }
     let ids: Vec<_> = parts.personas.all().iter().map(|p| p.user_id.clone()).collect();
     let wait = Duration::from_secs(settings.config.encryption.wait_for_key_secs);
-    let pair = (parts.store.clone(), parts.matrix.clone());
+    let (store, matrix) = (parts.store.clone(), parts.matrix.clone());
     match parts.store.backend() {
         Backend::Postgres => {
             let holder = format!("check/{}", std::process::id()).into();
             let sharing = crypto::Sharing { holder, session: Arc::new(AtomicI64::new(0)), lease: SET_UP };
-            let crypto = Some(Crypto::new(pair, &ids, wait, (Some(sharing), None)));
+            let crypto = Some(Crypto::new(store, matrix, &ids, wait, Some(sharing), None));
             CheckCrypto { crypto, may_set_up: true, _lock: None }
         }
         Backend::Sqlite => {
             let lock = store::lock_file(&settings.config.database.url).ok().flatten();
-            let crypto = Some(Crypto::new(pair, &ids, wait, (None, None)));
+            let crypto = Some(Crypto::new(store, matrix, &ids, wait, None, None));
             CheckCrypto { crypto, may_set_up: lock.is_some(), _lock: lock }
         }
     }

@@ -136,7 +136,8 @@ async fn serve_locally(
     let inbox = inbox::Inbox::new(
         parts.store.clone(),
         queue,
-        (parts.personas.clone(), crate::assemble::room_policy(settings)),
+        parts.personas.clone(),
+        crate::assemble::room_policy(settings),
         Arc::default(),
     )
     .with_crypto(crypto);

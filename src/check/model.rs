@@ -38,12 +38,12 @@ pub async fn lines(settings: &Settings, personas: &[Persona], toolbox: &Toolbox)
             settings.llm_timeout(),
             endpoint.max_tokens,
         );
-        lines.push(ask(settings, (persona, toolbox), &llm).await);
+        lines.push(ask(settings, persona, toolbox, &llm).await);
     }
     lines
 }
 
-async fn ask(settings: &Settings, (persona, toolbox): (&Persona, &Toolbox), llm: &agent::Llm) -> Line {
+async fn ask(settings: &Settings, persona: &Persona, toolbox: &Toolbox, llm: &agent::Llm) -> Line {
     let name = format!("model {}", llm.model());
     let server = &settings.config.homeserver.server_name;
     let scope = crate::turn::Scope {

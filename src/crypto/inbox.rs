@@ -63,7 +63,7 @@ pub async fn settle(
                             (serde_json::to_string(&piece)?, rest.map(|r| serde_json::to_string(&r)).transpose()?);
                         let why = error.to_string();
                         if store
-                            .crypto_inbox_set_aside(persona, row.seq, (&piece, rest.as_deref()), &why, now_ms())
+                            .crypto_inbox_set_aside(persona, row.seq, &piece, rest.as_deref(), &why, now_ms())
                             .await?
                         {
                             tracing::warn!(

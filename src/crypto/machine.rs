@@ -128,7 +128,7 @@ impl Held<'_> {
     /// anything made with the machine goes out).
     pub async fn fence(&self) -> Result<(), Error> {
         let Some((s, persona, _)) = &self.lease else { return Ok(()) };
-        match self.store.claim_crypto(persona, (&s.holder, s.session()), now_ms(), s.lease_ms()).await? {
+        match self.store.claim_crypto(persona, &s.holder, s.session(), now_ms(), s.lease_ms()).await? {
             Some(generation) if self.guard.generation == Some(generation) => Ok(()),
             _ => Err(Error::Fenced(persona.clone())),
         }
@@ -183,7 +183,7 @@ async fn release(store: &Store, lease: Option<(Sharing, String, tokio::task::Joi
 async fn claim(store: &Store, persona: &str, s: &Sharing) -> Result<i64, Error> {
     let give_up = now_ms() + 2 * s.lease_ms();
     loop {
-        if let Some(generation) = store.claim_crypto(persona, (&s.holder, s.session()), now_ms(), s.lease_ms()).await? {
+        if let Some(generation) = store.claim_crypto(persona, &s.holder, s.session(), now_ms(), s.lease_ms()).await? {
             return Ok(generation);
         }
         if now_ms() > give_up {
@@ -197,7 +197,7 @@ async fn claim(store: &Store, persona: &str, s: &Sharing) -> Result<i64, Error> 
 async fn keep(store: Store, persona: String, s: Sharing) {
     loop {
         tokio::time::sleep(s.lease / 3).await;
-        if let Err(e) = store.claim_crypto(&persona, (&s.holder, s.session()), now_ms(), s.lease_ms()).await {
+        if let Err(e) = store.claim_crypto(&persona, &s.holder, s.session(), now_ms(), s.lease_ms()).await {
             tracing::warn!(%persona, error = %e, "could not renew the crypto lease");
         }
     }

@@ -37,7 +37,7 @@ use serde_json::Value;
 use crate::clock::now_ms;
 use crate::matrix;
 use crate::queue::RoomQueue;
-use crate::store::{self, RoomEncryption, Store};
+use crate::store::{self, RoomEncryption, Rotation, Store};
 use machine::Slot;
 use requests::Device;
 
@@ -126,10 +126,12 @@ impl Crypto {
     /// Among instances, `sharing` names this one's leases; `queue` gets the rooms whose
     /// events a key (or the end of a wait) unblocks.
     pub fn new(
-        (store, matrix): (Store, matrix::Client),
+        store: Store,
+        matrix: matrix::Client,
         personas: &[OwnedUserId],
         wait_for_key: Duration,
-        (sharing, queue): (Option<Sharing>, Option<Arc<RoomQueue>>),
+        sharing: Option<Sharing>,
+        queue: Option<Arc<RoomQueue>>,
     ) -> Self {
         let slots = personas.iter().cloned().map(Slot::new).collect();
         let wake = tokio::sync::Notify::new();
@@ -237,9 +239,7 @@ impl Crypto {
         }
         let state = i.matrix.state_event(room, persona, "m.room.encryption", "").await?;
         let algorithm = state.as_ref().and_then(|s| s["algorithm"].as_str()).unwrap_or_default().to_owned();
-        let rotation = state
-            .as_ref()
-            .map_or((None, None), |s| (s["rotation_period_ms"].as_i64(), s["rotation_period_msgs"].as_i64()));
+        let rotation = state.as_ref().map(Rotation::of).unwrap_or_default();
         i.store.set_room_encryption(room, &algorithm, rotation).await?;
         if known.history_visibility.is_none()
             && let Some(v) = i.matrix.state_event(room, persona, "m.room.history_visibility", "").await?
@@ -268,7 +268,7 @@ impl Crypto {
         let (settled, sealed) = match Box::pin(inbox::settle(&held, dev, &i.store, &i.counters)).await {
             Ok(settled) => {
                 let encrypting =
-                    outbound::encrypt(&held, dev, (room.as_str(), &encryption), &readers, (event_type, content));
+                    outbound::encrypt(&held, dev, room.as_str(), &encryption, &readers, event_type, content);
                 let sealed = Box::pin(encrypting).await;
                 (settled, sealed)
             }

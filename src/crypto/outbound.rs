@@ -55,9 +55,11 @@ pub fn invited_read(room: &RoomEncryption) -> bool {
 pub async fn encrypt(
     held: &Held<'_>,
     dev: Device<'_>,
-    (room, encryption): (&str, &RoomEncryption),
+    room: &str,
+    encryption: &RoomEncryption,
     readers: &[OwnedUserId],
-    (event_type, content): (&str, &Value),
+    event_type: &str,
+    content: &Value,
 ) -> Result<Value, Error> {
     let olm = |e: String| Error::Olm(e);
     let room_id = CryptoRoomId::try_from(room).map_err(|e| olm(e.to_string()))?;

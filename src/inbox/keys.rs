@@ -76,7 +76,7 @@ impl Inbox {
                     self.store.set_history_visibility(&e.room_id, v).await?;
                 }
             } else if let Some(algorithm) = content["algorithm"].as_str().filter(|a| !a.is_empty()) {
-                let rotation = (content["rotation_period_ms"].as_i64(), content["rotation_period_msgs"].as_i64());
+                let rotation = crate::store::Rotation::of(content);
                 self.store.set_room_encryption(&e.room_id, algorithm, rotation).await?;
             }
         }

@@ -70,12 +70,7 @@ pub struct Inbox {
 
 impl Inbox {
     /// `policy` and the personas decide what is settled at the door; `queue` gets the rest.
-    pub fn new(
-        store: Store,
-        queue: Arc<RoomQueue>,
-        (personas, policy): (Personas, Policy),
-        metrics: Arc<Metrics>,
-    ) -> Self {
+    pub fn new(store: Store, queue: Arc<RoomQueue>, personas: Personas, policy: Policy, metrics: Arc<Metrics>) -> Self {
         let approvals = Approvals::new(store.clone());
         let door = door::Door { store: store.clone(), queue, personas, policy, shared: false };
         Self { door, store, approvals, metrics, crypto: None, last_counts: Arc::default() }

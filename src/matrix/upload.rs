@@ -28,7 +28,9 @@ impl Client {
         &self,
         mxc: &str,
         user: &UserId,
-        (bytes, mimetype, filename): (&[u8], &str, &str),
+        bytes: &[u8],
+        mimetype: &str,
+        filename: &str,
     ) -> Result<(), Error> {
         let refused = |error: String| Error::Refused { status: 400, errcode: "M_INVALID_PARAM".into(), error };
         let (server, id) = parse_mxc(mxc).ok_or_else(|| refused("not an mxc:// URL".into()))?;

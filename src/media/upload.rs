@@ -74,8 +74,11 @@ impl Media {
                 let mxc = self.matrix.create_mxc(persona).await.map_err(matrix_error)?;
                 let now = crate::clock::now_ms();
                 let encryption = file.as_ref().map(serde_json::Value::to_string);
-                let reserved = (upload.key, persona, mxc.as_str(), upload.bytes.len());
-                store.reserve_upload(reserved, encryption.as_deref(), now).await.map_err(stored)?;
+                let (key, bytes) = (upload.key, upload.bytes.len());
+                store
+                    .reserve_upload(key, persona, mxc.as_str(), bytes, encryption.as_deref(), now)
+                    .await
+                    .map_err(stored)?;
                 // Another run may have recorded it first: what is recorded stands.
                 let row = store.upload(upload.key).await.map_err(stored)?;
                 recorded(row.ok_or_else(|| UploadError::Store("the upload's record vanished".into()))?)
@@ -89,7 +92,7 @@ impl Media {
                 Some((ciphertext, _)) => (ciphertext.as_slice(), "application/octet-stream"),
                 None => (upload.bytes, clear),
             };
-            self.matrix.upload_to(&mxc, persona, (bytes, mimetype, upload.name)).await.map_err(matrix_error)?;
+            self.matrix.upload_to(&mxc, persona, bytes, mimetype, upload.name).await.map_err(matrix_error)?;
             store.upload_done(upload.key).await.map_err(stored)?;
             tracing::info!(%persona, mxc, bytes = upload.bytes.len(), encrypted = sealed.is_some(), "uploaded");
         }

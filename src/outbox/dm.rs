@@ -45,7 +45,7 @@ impl Outbox {
             self.store.set_membership(&room, persona, "join").await?;
             self.store.set_membership(&room, invitee, "invite").await?;
             match encrypted {
-                true => self.store.set_room_encryption(&room, matrix::MEGOLM, (None, None)).await,
+                true => self.store.set_room_encryption(&room, matrix::MEGOLM, Default::default()).await,
                 false => Ok(()),
             }
         };

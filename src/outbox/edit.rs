@@ -43,7 +43,7 @@ impl Outbox {
         let (txn, done, sealed) = self.claim(w, kind, content).await?;
         if let Some(Landed { id, .. }) = done {
             // Landed already (now found, or recorded): make sure it is recorded.
-            self.record_edit((w, &txn), &id, original, content, now_ms()).await?;
+            self.record_edit(w, &txn, &id, original, content, now_ms()).await?;
             return Ok((id, 0));
         }
         let asked = now_ms();
@@ -55,8 +55,8 @@ impl Outbox {
             tokio::time::sleep(Duration::from_millis(u64::try_from(slot - now).unwrap_or(0))).await;
         }
         let waited = u64::try_from(slot.max(now) - asked).unwrap_or(0);
-        let (id, _) = self.put(&txn, w, (MESSAGE, content), sealed).await?;
-        self.record_edit((w, &txn), &id, original, content, now_ms()).await?;
+        let (id, _) = self.put(&txn, w, MESSAGE, content, sealed).await?;
+        self.record_edit(w, &txn, &id, original, content, now_ms()).await?;
         Ok((id, waited))
     }
 
@@ -65,7 +65,8 @@ impl Outbox {
     /// crash between them leaves the write unsent, found landed and recorded again.
     async fn record_edit(
         &self,
-        (w, txn): (&Write<'_>, &str),
+        w: &Write<'_>,
+        txn: &str,
         id: &EventId,
         original: &EventId,
         content: &Value,

@@ -42,7 +42,8 @@ pub(super) fn content_hash(content: &Value) -> String {
 pub(super) async fn find(
     matrix: &matrix::Client,
     crypto: Option<&Crypto>,
-    (room, persona): (&RoomId, &UserId),
+    room: &RoomId,
+    persona: &UserId,
     txn: &str,
     since: i64,
 ) -> Result<Option<Landed>, Error> {

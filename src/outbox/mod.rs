@@ -160,8 +160,8 @@ impl Outbox {
             OutboxState::Sent(id) => Ok((row.txn_id, Some(Landed { id, content: None }), None)),
             OutboxState::Failed(reason) => Err(Error::Refused(reason)),
             OutboxState::Pending if row.attempts > 0 => {
-                let at = (w.room, w.persona);
-                let found = marker::find(&self.matrix, self.crypto.as_ref(), at, &row.txn_id, row.created_at).await?;
+                let (crypto, at) = (self.crypto.as_ref(), row.created_at);
+                let found = marker::find(&self.matrix, crypto, w.room, w.persona, &row.txn_id, at).await?;
                 Ok((row.txn_id, found, row.sealed))
             }
             OutboxState::Pending => Ok((row.txn_id, None, row.sealed)),
@@ -175,7 +175,7 @@ impl Outbox {
         content: &Value,
         thread_root: Option<&EventId>,
     ) -> Result<OwnedEventId, Error> {
-        self.send_as(w, "send", (MESSAGE, content), thread_root).await.map(|(id, _)| id)
+        self.send_as(w, "send", MESSAGE, content, thread_root).await.map(|(id, _)| id)
     }
 
     /// Sends the first form of a live message (a streamed answer): its content may differ
@@ -187,26 +187,27 @@ impl Outbox {
         content: &Value,
         thread_root: Option<&EventId>,
     ) -> Result<(OwnedEventId, bool), Error> {
-        self.send_as(w, "live", (MESSAGE, content), thread_root).await
+        self.send_as(w, "live", MESSAGE, content, thread_root).await
     }
 
     /// Sends an event of another type than a message (a poll's start or end), once.
     pub async fn send_event(&self, w: &Write<'_>, event_type: &str, content: &Value) -> Result<OwnedEventId, Error> {
-        self.send_as(w, event_type, (event_type, content), None).await.map(|(id, _)| id)
+        self.send_as(w, event_type, event_type, content, None).await.map(|(id, _)| id)
     }
 
     /// Sends an event that its write id alone says (a poll's end, its result message),
     /// once: its content may differ from a crashed or failed attempt's, since a vote that
     /// arrived meanwhile changes the tally it states.
     pub async fn send_tally(&self, w: &Write<'_>, event_type: &str, content: &Value) -> Result<OwnedEventId, Error> {
-        self.send_as(w, "live-tally", (event_type, content), None).await.map(|(id, _)| id)
+        self.send_as(w, "live-tally", event_type, content, None).await.map(|(id, _)| id)
     }
 
     async fn send_as(
         &self,
         w: &Write<'_>,
         kind: &str,
-        (event_type, content): (&str, &Value),
+        event_type: &str,
+        content: &Value,
         thread_root: Option<&EventId>,
     ) -> Result<(OwnedEventId, bool), Error> {
         let (txn, done, sealed) = self.claim(w, kind, content).await?;
@@ -217,7 +218,7 @@ impl Outbox {
                 // Posted at most once: its claim (and its turn) on disk first, not only in
                 // the WAL, where a power cut could take them and a new turn post it again.
                 self.store.sync().await?;
-                self.put(&txn, w, (event_type, content), sealed).await?
+                self.put(&txn, w, event_type, content, sealed).await?
             }
         };
         let now = now_ms();

@@ -43,7 +43,8 @@ impl Outbox {
         &self,
         txn: &str,
         w: &Write<'_>,
-        (event_type, content): (&str, &Value),
+        event_type: &str,
+        content: &Value,
         sealed: Option<(String, String)>,
     ) -> Result<(OwnedEventId, Option<Value>), Error> {
         let mut content = content.clone();

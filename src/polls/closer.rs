@@ -34,19 +34,19 @@ pub struct Closer {
 /// The votes on `poll` as the room holds them, counted until now or its end.
 pub async fn count(store: &Store, poll: &PollRow) -> Result<super::Tally, crate::store::Error> {
     let votes: Vec<(String, i64, Vec<String>)> = store
-        .poll_responses(&poll.room_id, &poll.event_id, (poll.created_at, poll.ended_at))
+        .poll_responses(&poll.room_id, &poll.event_id, poll.created_at, poll.ended_at)
         .await?
         .into_iter()
         .filter_map(|(ty, sender, at, content)| Some((sender, at, vote_of(&ty, &content, poll.event_id.as_str())?)))
         .chain(
             store
-                .poll_reply_votes(poll.id, (poll.created_at, poll.ended_at))
+                .poll_reply_votes(poll.id, poll.created_at, poll.ended_at)
                 .await?
                 .into_iter()
                 .map(|(sender, at, answer)| (sender, at, vec![answer])),
         )
         .collect();
-    Ok(tally(&poll.answers, (poll.created_at, poll.ended_at), &votes))
+    Ok(tally(&poll.answers, poll.created_at, poll.ended_at, &votes))
 }
 
 /// Ends `poll` (as its persona, once), recording when; the end event and the result it

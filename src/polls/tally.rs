@@ -22,7 +22,8 @@ pub struct Tally {
 /// that span counts, for its first answer of the poll; one naming none is spoiled.
 pub fn tally(
     answers: &[String],
-    (started_at, ended_at): (i64, Option<i64>),
+    started_at: i64,
+    ended_at: Option<i64>,
     votes: &[(String, i64, Vec<String>)],
 ) -> Tally {
     let mut latest: HashMap<&str, (i64, &[String])> = HashMap::new();
@@ -133,15 +134,15 @@ mod tests {
             v("@d:x", 5, &["1"]),   // before the start
             v("@e:x", 100, &["1"]), // after the end
         ];
-        let t = tally(&answers, (8, Some(50)), &votes);
+        let t = tally(&answers, 8, Some(50), &votes);
         assert_eq!(
             t.counts,
             [("Pizza".to_owned(), vec!["@b:x".to_owned()]), ("Sushi".to_owned(), vec!["@a:x".to_owned()])]
         );
         assert_eq!(t.votes, 2);
         assert_eq!(t.result(), "Tied: Pizza, Sushi (1 vote each).");
-        let t = tally(&answers, (0, None), &votes);
+        let t = tally(&answers, 0, None, &votes);
         assert_eq!(t.result(), "Top answer: Pizza (3 votes).");
-        assert_eq!(tally(&answers, (0, None), &[]).result(), "No votes were cast.");
+        assert_eq!(tally(&answers, 0, None, &[]).result(), "No votes were cast.");
     }
 }

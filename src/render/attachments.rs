@@ -71,7 +71,8 @@ pub fn voice_message(
     name: &str,
     source: Source<'_>,
     info: Info<'_>,
-    (duration_ms, waveform): (Option<u64>, &[u16]),
+    duration_ms: Option<u64>,
+    waveform: &[u16],
     rel: Relation<'_>,
 ) -> Value {
     let mut content = media_message("m.audio", name, source, info, rel);
@@ -127,14 +128,15 @@ mod tests {
             "Voice answer",
             Source::Url("mxc://s/v"),
             info,
-            (Some(2_500), &[0, 512, 1024]),
+            Some(2_500),
+            &[0, 512, 1024],
             Relation::default(),
         );
         assert_eq!(c["msgtype"], "m.audio");
         assert_eq!(c["info"], json!({"size": 900, "mimetype": "audio/ogg", "duration": 2500}));
         assert_eq!(c["org.matrix.msc1767.audio"], json!({"duration": 2500, "waveform": [0, 512, 1024]}));
         assert_eq!(c["org.matrix.msc3245.voice"], json!({}));
-        let bare = voice_message("v", Source::Url("mxc://s/v"), Info::default(), (None, &[]), Relation::default());
+        let bare = voice_message("v", Source::Url("mxc://s/v"), Info::default(), None, &[], Relation::default());
         assert_eq!(bare["org.matrix.msc1767.audio"], json!({}));
     }
 }

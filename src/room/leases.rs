@@ -75,8 +75,7 @@ impl Leases {
                 Ok(Some(held)) => {
                     // The leases name the new session before anyone is told of it.
                     let new = held.session();
-                    if let Err(e) = self.store.renew_leases((&self.holder, Some(new)), now_ms(), self.lease_ms()).await
-                    {
+                    if let Err(e) = self.store.renew_leases(&self.holder, Some(new), now_ms(), self.lease_ms()).await {
                         tracing::warn!(error = %e, "could not move the room leases to the new session; retrying");
                         return;
                     }
@@ -106,7 +105,7 @@ impl Leases {
 
     /// Claims `room` for a step; false when another live instance has it.
     pub async fn claim(&self, room: &RoomId) -> Result<bool, store::Error> {
-        self.store.claim_room(room, (&self.holder, self.session()), now_ms(), self.lease_ms()).await
+        self.store.claim_room(room, &self.holder, self.session(), now_ms(), self.lease_ms()).await
     }
 
     /// Gives `room` back after a step. A failure only means the lease runs out by itself.
@@ -135,7 +134,7 @@ impl Leases {
             ticks.tick().await;
             self.keep_serving().await;
             if renewed.elapsed() >= renew_every {
-                match self.store.renew_leases((&self.holder, self.session()), now_ms(), self.lease_ms()).await {
+                match self.store.renew_leases(&self.holder, self.session(), now_ms(), self.lease_ms()).await {
                     Ok(_) => renewed = tokio::time::Instant::now(),
                     Err(e) => tracing::warn!(error = %e, "could not renew the room leases; retrying"),
                 }

@@ -27,7 +27,7 @@ use crate::matrix;
 use crate::outbox::{Outbox, Write, WriteId};
 use crate::personas::{Persona, Personas};
 use crate::render;
-use crate::store::{Store, StoredEvent};
+use crate::store::{Rotation, Store, StoredEvent};
 use crate::strings;
 use crate::turn::{Outcome, Parties, Turns};
 
@@ -75,8 +75,7 @@ impl Membership {
                 return Ok(());
             };
             if let Some(algorithm) = state["algorithm"].as_str().filter(|a| !a.is_empty()) {
-                let rotation = (state["rotation_period_ms"].as_i64(), state["rotation_period_msgs"].as_i64());
-                self.store.set_room_encryption(room, algorithm, rotation).await?;
+                self.store.set_room_encryption(room, algorithm, Rotation::of(&state)).await?;
             }
         }
         if !lock(&self.told_encrypted).insert(room.clone()) {
@@ -170,7 +169,7 @@ impl Membership {
         if let Some(encryption) = invite_encryption(&event.event) {
             // The room's key settings, known from the invite: its writes are encrypted,
             // or refused while richbot cannot encrypt (never sent clear).
-            let rotation = (encryption["rotation_period_ms"].as_i64(), encryption["rotation_period_msgs"].as_i64());
+            let rotation = Rotation::of(encryption);
             let algorithm = encryption["algorithm"].as_str().unwrap_or(crate::matrix::MEGOLM);
             self.store.set_room_encryption(room, algorithm, rotation).await?;
             if !self.crypto.as_ref().is_some_and(Crypto::active) {

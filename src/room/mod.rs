@@ -119,8 +119,7 @@ impl Deps {
         let triage = facts::Triage::new(store.clone(), personas.clone(), policy.clone());
         let commands = commands::Commands::new(store.clone(), matrix.clone(), personas.clone());
         let membership = membership::Membership::new(store.clone(), matrix, personas, outbox, policy);
-        let parts = (triage, membership, commands);
-        let mut worker = worker::Worker::new(store, parts, turns, limiter, metrics);
+        let mut worker = worker::Worker::new(store, triage, membership, commands, turns, limiter, metrics);
         worker.coalesce = coalesce::Coalesce::new(coalesce_ms);
         Self { worker, leases: None }
     }

@@ -76,7 +76,9 @@ struct Sorted<'a> {
 impl Worker {
     pub fn new(
         store: Store,
-        (triage, membership, commands): (Triage, Membership, Commands),
+        triage: Triage,
+        membership: Membership,
+        commands: Commands,
         turns: Turns,
         limiter: Limiter,
         metrics: Arc<Metrics>,

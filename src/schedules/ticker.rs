@@ -106,7 +106,7 @@ async fn tick(
         }
         queue.push([row.room_id.clone()]);
     }
-    let moved = store.advance_schedule(row.id, (next_at, d.start), d.next, d.fire.is_some(), now).await?;
+    let moved = store.advance_schedule(row.id, next_at, d.start, d.next, d.fire.is_some(), now).await?;
     if moved && d.skipped > 0 {
         Metrics::add(&metrics.schedules_skipped, d.skipped);
         tracing::warn!(

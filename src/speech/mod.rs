@@ -84,8 +84,11 @@ impl Endpoint {
     /// answers, or `usage.seconds`, as OpenAI's `json` does for whisper-1).
     pub async fn transcribe(&self, audio: Vec<u8>, filename: &str, mime: &str) -> Result<Transcript, Error> {
         let boundary = format!("richbot-{:016x}", rand::random::<u64>());
-        let body =
-            multipart(&boundary, &[("model", &self.model), ("response_format", "json")], (filename, mime, &audio));
+        let body = multipart(
+            &boundary,
+            &[("model", &self.model), ("response_format", "json")],
+            FilePart { name: filename, mime, bytes: &audio },
+        );
         let request = self
             .http
             .post(format!("{}/audio/transcriptions", self.base_url))
@@ -199,15 +202,22 @@ async fn read_limited(mut response: reqwest::Response, max: usize) -> Result<Vec
     Ok(body)
 }
 
-/// A `multipart/form-data` body: text `fields`, then the `file` (name, type, bytes).
-fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &str, &[u8])) -> Vec<u8> {
+/// A file sent in a `multipart/form-data` body.
+struct FilePart<'a> {
+    name: &'a str,
+    mime: &'a str,
+    bytes: &'a [u8],
+}
+
+/// A `multipart/form-data` body: text `fields`, then the `file`.
+fn multipart(boundary: &str, fields: &[(&str, &str)], file: FilePart<'_>) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
             format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
         );
     }
-    let (filename, mime, bytes) = file;
+    let FilePart { name: filename, mime, bytes } = file;
     let filename: String = filename.chars().filter(|c| !matches!(c, '"' | '\\') && !c.is_control()).collect();
     let mime = crate::mime::or_octet_stream(mime);
     body.extend_from_slice(
@@ -225,7 +235,11 @@ mod tests {
 
     #[test]
     fn a_members_media_type_adds_no_header_line_to_the_part() {
-        let body = multipart("B", &[], ("v.ogg\r\nX-Name: 1", "audio/ogg\r\nX-Evil: 1", b"OggS"));
+        let body = multipart(
+            "B",
+            &[],
+            FilePart { name: "v.ogg\r\nX-Name: 1", mime: "audio/ogg\r\nX-Evil: 1", bytes: b"OggS" },
+        );
         let text = String::from_utf8(body).expect("utf8");
         assert_eq!(
             text,
@@ -236,7 +250,8 @@ mod tests {
 
     #[test]
     fn a_multipart_body_has_the_fields_then_the_file_and_no_quote_breaks_out_of_its_name() {
-        let body = multipart("B", &[("model", "whisper-1")], ("a\"b.ogg", "audio/ogg", b"OggS"));
+        let body =
+            multipart("B", &[("model", "whisper-1")], FilePart { name: "a\"b.ogg", mime: "audio/ogg", bytes: b"OggS" });
         let text = String::from_utf8(body).expect("utf8");
         assert_eq!(
             text,

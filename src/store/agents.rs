@@ -85,7 +85,8 @@ impl Store {
         id: i64,
         client: &str,
         room: &RoomId,
-        (message, event): (&EventId, &EventId),
+        message: &EventId,
+        event: &EventId,
     ) -> Result<()> {
         let mut tx = self.writer.begin().await?;
         sqlx::query("UPDATE agent_requests SET room_id = $1, message_id = $2, event_id = $3 WHERE id = $4")

@@ -19,7 +19,8 @@ impl Store {
     pub async fn claim_crypto(
         &self,
         persona: &str,
-        (holder, session): (&str, Option<i64>),
+        holder: &str,
+        session: Option<i64>,
         now: i64,
         lease_ms: i64,
     ) -> Result<Option<i64>> {

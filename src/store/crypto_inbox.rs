@@ -90,7 +90,8 @@ impl Store {
         &self,
         persona: &str,
         seq: i64,
-        (piece, rest): (&str, Option<&str>),
+        piece: &str,
+        rest: Option<&str>,
         error: &str,
         now: i64,
     ) -> Result<bool> {

@@ -115,7 +115,8 @@ impl Store {
     pub async fn crypto_group_sessions_of_device(
         &self,
         persona: &str,
-        (sender_key, data_type): (&str, i64),
+        sender_key: &str,
+        data_type: i64,
         after: Option<&str>,
         limit: i64,
     ) -> Result<Vec<(String, bool)>> {

@@ -40,7 +40,8 @@ impl Store {
     pub async fn claim_room(
         &self,
         room: &RoomId,
-        (holder, session): (&str, Option<i64>),
+        holder: &str,
+        session: Option<i64>,
         now: i64,
         lease_ms: i64,
     ) -> Result<bool> {
@@ -77,7 +78,7 @@ impl Store {
 
     /// Extends every lease `holder` has to `now + lease_ms`, naming its `session` now;
     /// returns how many it has.
-    pub async fn renew_leases(&self, (holder, session): (&str, Option<i64>), now: i64, lease_ms: i64) -> Result<u64> {
+    pub async fn renew_leases(&self, holder: &str, session: Option<i64>, now: i64, lease_ms: i64) -> Result<u64> {
         let done = sqlx::query("UPDATE room_leases SET expires_at = $1, session = $3 WHERE holder = $2")
             .bind(now + lease_ms)
             .bind(holder)

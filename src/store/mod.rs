@@ -76,6 +76,7 @@ pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use polls::{NewPoll, PollReply, PollRow};
 pub use retention::Pruned;
 pub use room_crypto::RoomEncryption;
+pub use room_crypto::Rotation;
 pub use schedules::{NewScheduleRow, Over, ScheduleRow};
 pub use sent::{NewSent, SentMessage};
 pub use transactions::TxnSeen;

@@ -131,11 +131,7 @@ impl Store {
 
     /// Each member's latest vote by reply on poll `id` within `span` (ms, inclusive;
     /// `None` is open): sender, `origin_server_ts`, answer id.
-    pub async fn poll_reply_votes(
-        &self,
-        id: i64,
-        (from, until): (i64, Option<i64>),
-    ) -> Result<Vec<(String, i64, String)>> {
+    pub async fn poll_reply_votes(&self, id: i64, from: i64, until: Option<i64>) -> Result<Vec<(String, i64, String)>> {
         let rows = sqlx::query(
             "SELECT sender, origin_ts, answer FROM (
                SELECT sender, origin_ts, answer,
@@ -214,7 +210,8 @@ impl Store {
         &self,
         room: &RoomId,
         poll: &ruma::EventId,
-        (from, until): (i64, Option<i64>),
+        from: i64,
+        until: Option<i64>,
     ) -> Result<Vec<(String, String, i64, Value)>> {
         let contains = self.event_holds("$2");
         let sql = format!(

@@ -7,6 +7,24 @@ use sqlx::Row;
 
 use super::{Result, Store};
 
+/// When a room's outbound session is replaced (`m.room.encryption`'s rotation periods):
+/// none set, the spec's defaults hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rotation {
+    pub period_ms: Option<i64>,
+    pub period_msgs: Option<i64>,
+}
+
+impl Rotation {
+    /// The periods an `m.room.encryption` content states.
+    pub fn of(content: &serde_json::Value) -> Self {
+        Self {
+            period_ms: content["rotation_period_ms"].as_i64(),
+            period_msgs: content["rotation_period_msgs"].as_i64(),
+        }
+    }
+}
+
 /// A room's encryption as its state says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoomEncryption {
@@ -47,12 +65,7 @@ impl Store {
 
     /// Records `room`'s encryption state: `algorithm` empty for "not encrypted". A room
     /// known to be encrypted stays so (the spec allows no way back), whatever comes later.
-    pub async fn set_room_encryption(
-        &self,
-        room: &RoomId,
-        algorithm: &str,
-        rotation: (Option<i64>, Option<i64>),
-    ) -> Result<()> {
+    pub async fn set_room_encryption(&self, room: &RoomId, algorithm: &str, rotation: Rotation) -> Result<()> {
         sqlx::query(
             "INSERT INTO room_encryption (room_id, algorithm, rotation_period_ms, rotation_period_msgs)
              VALUES ($1, $2, $3, $4)
@@ -66,8 +79,8 @@ impl Store {
         )
         .bind(room.as_str())
         .bind(algorithm)
-        .bind(rotation.0)
-        .bind(rotation.1)
+        .bind(rotation.period_ms)
+        .bind(rotation.period_msgs)
         .execute(&self.writer)
         .await?;
         Ok(())

@@ -91,9 +91,14 @@ fn parse(row: &AnyRow) -> Result<ScheduleRow> {
 }
 
 impl Store {
-    /// Makes a schedule, unless its asker or room has `limits` (per user, per room) active
+    /// Makes a schedule, unless its asker has `per_user` or its room `per_room` active
     /// ones already. A repeat of the same `origin` returns the first one's id.
-    pub async fn create_schedule(&self, s: &NewScheduleRow<'_>, limits: (u32, u32)) -> Result<Result<i64, Over>> {
+    pub async fn create_schedule(
+        &self,
+        s: &NewScheduleRow<'_>,
+        per_user: u32,
+        per_room: u32,
+    ) -> Result<Result<i64, Over>> {
         let mut tx = self.writer.begin().await?;
         let made =
             sqlx::query("SELECT id FROM schedules WHERE origin = $1").bind(s.origin).fetch_optional(&mut *tx).await?;
@@ -108,13 +113,13 @@ impl Store {
         };
         let count = |whose: &str| format!("SELECT COUNT(*) AS n FROM schedules WHERE {whose} AND state = 'active'");
         let mine: i64 = sqlx::query(&count(owner)).bind(whose).fetch_one(&mut *tx).await?.try_get("n")?;
-        if mine >= i64::from(limits.0) {
-            return Ok(Err(Over::PerUser(limits.0)));
+        if mine >= i64::from(per_user) {
+            return Ok(Err(Over::PerUser(per_user)));
         }
         let here: i64 =
             sqlx::query(&count("room_id = $1")).bind(s.room_id.as_str()).fetch_one(&mut *tx).await?.try_get("n")?;
-        if here >= i64::from(limits.1) {
-            return Ok(Err(Over::PerRoom(limits.1)));
+        if here >= i64::from(per_room) {
+            return Ok(Err(Over::PerRoom(per_room)));
         }
         let row = sqlx::query(
             "INSERT INTO schedules (origin, room_id, persona, asker, title, kind, body, at_ms, rrule, tz, start_ms,
@@ -184,7 +189,8 @@ impl Store {
     pub async fn advance_schedule(
         &self,
         id: i64,
-        (from, start): (i64, Option<i64>),
+        from: i64,
+        start: Option<i64>,
         next: Option<i64>,
         fired: bool,
         now: i64,

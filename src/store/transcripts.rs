@@ -13,7 +13,8 @@ impl Store {
     /// counts its seconds against `asker`'s day, in one transaction.
     pub async fn record_transcript(
         &self,
-        (room, event): (&RoomId, &EventId),
+        room: &RoomId,
+        event: &EventId,
         asker: &UserId,
         text: &str,
         seconds: u64,

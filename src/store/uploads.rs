@@ -51,7 +51,10 @@ impl Store {
     /// stands.
     pub async fn reserve_upload(
         &self,
-        (key, persona, mxc, bytes): (UploadKey, &UserId, &str, usize),
+        key: UploadKey,
+        persona: &UserId,
+        mxc: &str,
+        bytes: usize,
         encryption: Option<&str>,
         now: i64,
     ) -> Result<()> {

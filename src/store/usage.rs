@@ -129,7 +129,7 @@ impl Store {
 
     /// Replaces a reservation's estimate with the tokens the call really used (as the
     /// budget counts them), and records its prompt tokens and the cached part of them.
-    pub async fn settle_tokens(&self, id: i64, tokens: u64, (prompt, cached): (u64, u64)) -> Result<()> {
+    pub async fn settle_tokens(&self, id: i64, tokens: u64, prompt: u64, cached: u64) -> Result<()> {
         sqlx::query(
             "UPDATE llm_usage SET tokens = $1, settled = 1, prompt_tokens = $2, cached_tokens = $3 WHERE id = $4",
         )

@@ -10,6 +10,17 @@ use crate::outbox::{Outbox, WriteId};
 use crate::store::TurnRecord;
 use crate::strings;
 
+/// How the model's loop ended, for closing the turn with it.
+pub struct Answer {
+    /// The write the answer (or what is told instead) takes.
+    pub next: WriteId,
+    pub done: agent::Outcome,
+    /// Why the answer was not put out as it came (none: it was).
+    pub failed: Option<String>,
+    /// Whether the turn's tools posted or edited anything.
+    pub wrote: bool,
+}
+
 /// What closing a turn needs.
 pub(super) struct Closer<'a> {
     pub outbox: &'a Outbox,
@@ -34,13 +45,8 @@ impl Closer<'_> {
 
     /// The loop ended with the model's answer (already put out as it came, unless
     /// `failed` says why not) or the round limit.
-    /// `wrote` says whether the turn's tools posted anything.
-    pub async fn answered(
-        &self,
-        next: WriteId,
-        done: agent::Outcome,
-        (failed, wrote): (Option<String>, bool),
-    ) -> Result<(Outcome, TurnRecord), Error> {
+    pub async fn answered(&self, answer: Answer) -> Result<(Outcome, TurnRecord), Error> {
+        let Answer { next, done, failed, wrote } = answer;
         let record = TurnRecord {
             outcome: String::new(),
             rounds: done.rounds,

@@ -26,19 +26,28 @@ use crate::store::StoredEvent;
 use crate::strings;
 use crate::tools::prompt_line;
 
+/// What a turn answers: its events, and the button presses among them.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub events: &'a [StoredEvent],
+    pub presses: &'a [Press],
+}
+
 /// Where the "cannot see pictures" notice goes among the turn's writes.
 const NO_VISION_SEQ: i64 = 4_000_000;
 
 impl Turns {
-    /// The conversation for turn `turn` of `persona`, answering `events`.
+    /// The conversation for turn `turn` of `persona`, answering `asked`.
     pub(super) async fn conversation(
         &self,
-        (turn, scope): (i64, &Scope),
+        turn: i64,
+        scope: &Scope,
         persona: &Persona,
-        (events, presses): (&[StoredEvent], &[Press]),
+        asked: Asked<'_>,
         rooms: &crate::tools::RoomChoices,
         gated: bool,
     ) -> Result<Vec<Message>, Error> {
+        let Asked { events, presses } = asked;
         // Everything in the room up to now: the persona's answers posted after the
         // triggering events (a previous turn still running then) included.
         let history = self.store.history(&scope.room, i64::MAX, context::HISTORY_EVENTS).await?;
@@ -64,9 +73,9 @@ impl Turns {
             media: &self.media,
             voice: &self.voice,
         };
-        hearing.listen((turn, scope), persona, (&history, events), &mut known).await?;
+        hearing.listen(turn, scope, persona, &history, events, &mut known).await?;
         let parts = match &self.media {
-            Some(media) => gather(media, (persona, sees), &history, events, known).await,
+            Some(media) => gather(media, persona, sees, &history, events, known).await,
             None => known,
         };
         let pictures = events.iter().any(|e| Kind::of(&e.event) == Some(Kind::Image));
@@ -129,7 +138,8 @@ pub(super) fn about<'a>(history: &'a [StoredEvent], asked: &'a [StoredEvent]) ->
 /// others named, with why); voice messages were heard before (`voice`).
 async fn gather(
     media: &crate::media::Media,
-    (persona, sees): (&Persona, bool),
+    persona: &Persona,
+    sees: bool,
     history: &[StoredEvent],
     asked: &[StoredEvent],
     known: Parts,

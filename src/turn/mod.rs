@@ -198,7 +198,7 @@ impl Turns {
     pub async fn usage(&self, parties: Parties<'_>, events: &[crate::store::StoredEvent]) -> Result<Outcome, Error> {
         let asker = parties.asker;
         let (u, limit) = self.budget.day_use(&self.store, asker).await?;
-        let mut text = strings::usage(asker.as_str(), (u.tokens, u.turns, u.prompt, u.cached), limit);
+        let mut text = strings::usage(asker.as_str(), u.tokens, u.turns, u.prompt, u.cached, limit);
         if let Some(listening) = &self.voice.listening {
             let heard = self.store.audio_seconds_today(asker, crate::clock::now_ms()).await?;
             let limit = listening.seconds_per_day;
@@ -244,15 +244,16 @@ impl Turns {
         let who = For { servers: persona.tools.as_deref(), asker: &scope.asker, room: &scope.room };
         let rich = [tool_specs(self.outbox.interval_ms()), poll_specs(), schedule_specs()].concat();
         let offered = self.toolbox.offer(rich, who);
-        let messages =
-            self.conversation((turn.id, &scope), persona, (events, presses), &choices, offered.gated()).await?;
+        let messages = self
+            .conversation(turn.id, &scope, persona, conversation::Asked { events, presses }, &choices, offered.gated())
+            .await?;
         let tools = offered.specs();
 
         let typing = self.outbox.typing(&scope.room, &scope.persona);
         let metered =
-            budget::Metered::new(self.llm_of(&scope.persona), &self.store, &self.budget, (&scope.room, &scope.asker));
+            budget::Metered::new(self.llm_of(&scope.persona), &self.store, &self.budget, &scope.room, &scope.asker);
         let shown = live::Live::new(&self.outbox, &scope, turn.id);
-        let recorded = record::Recorded::load(&metered, (&self.store, &self.metrics), &shown, turn).await?;
+        let recorded = record::Recorded::load(&metered, &self.store, &self.metrics, &shown, turn).await?;
         let deadline = deadline::Deadline::default();
         let kit = reach::Kit {
             metrics: &self.metrics,
@@ -292,16 +293,15 @@ impl Turns {
                     (Err(agent::Error::Suspended(why)), _) => return Err(Error::Suspended(why)),
                     (Err(_), Some(budget::Stop::Store(e))) => return Err(e.into()),
                     (Err(_), Some(budget::Stop::Spent(spent))) => {
-                        if self.budget.first_notice(&self.store, (&scope.room, &scope.asker), spent).await? {
+                        if self.budget.first_notice(&self.store, &scope.room, &scope.asker, spent).await? {
                             close.tell(next, &notices::budget_spent(spent, self.budget.limit(spent.kind))).await?;
                         }
                         (Outcome::BudgetSpent(format!("{:?}", spent.kind).to_lowercase()), TurnRecord::default())
                     }
                     (Err(e), None) => (close.llm_failed(next, e).await?, TurnRecord::default()),
                     (Ok(done), _) => {
-                        self.speaker()
-                            .answered(&close, (next, done), (failed, runner.wrote()), (persona, events))
-                            .await?
+                        let answer = close::Answer { next, done, failed, wrote: runner.wrote() };
+                        self.speaker().answered(&close, answer, persona, events).await?
                     }
                 }
             }

@@ -45,7 +45,8 @@ impl<'a, L> Recorded<'a, L> {
     /// read for it).
     pub async fn load(
         llm: &'a L,
-        (store, metrics): (&'a Store, &'a Metrics),
+        store: &'a Store,
+        metrics: &'a Metrics,
         live: &'a Live<'a>,
         turn: &TurnRow,
     ) -> Result<Self, store::Error> {
@@ -82,7 +83,8 @@ impl<'a, L> Recorded<'a, L> {
         &self,
         round: u32,
         reply: &mut Reply,
-        (messages, tools): (&[Message], &[ToolSpec]),
+        messages: &[Message],
+        tools: &[ToolSpec],
     ) -> Result<(), agent::Error> {
         // A lasting call the model wrote as text and nobody asked for is never run.
         let posted: Vec<&agent::ToolCall> = if super::answer::review::posted(messages) {
@@ -197,7 +199,7 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
             if reply.filled {
                 self.filled.store(true, Ordering::Relaxed);
             }
-            self.deliver(round, &mut reply, (messages, tools)).await?;
+            self.deliver(round, &mut reply, messages, tools).await?;
             return Ok(reply);
         }
         let done = Notify::new();
@@ -219,7 +221,7 @@ impl<L: Complete + Sync> Complete for Recorded<'_, L> {
                     .await
                     .map_err(|e| agent::Error::Suspended(format!("could not record the model's reply: {e}")))?;
                 Metrics::add(&self.metrics.llm_written_calls, u64::from(reply.written));
-                self.deliver(round, &mut reply, (messages, tools)).await?;
+                self.deliver(round, &mut reply, messages, tools).await?;
                 Ok(reply)
             }
             Err(agent::Error::Cut(so_far, why)) => {

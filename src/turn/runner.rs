@@ -137,7 +137,7 @@ impl Runner<'_> {
         }
         match self.reach.kit.offered.get(&call.name).map(|t| (t, &t.kind)) {
             Some((tool, Kind::Mcp { server, tool: name })) => {
-                mcp::call(&self.reach, tool, (*server, name), &args, nth).await
+                mcp::call(&self.reach, tool, *server, name, &args, nth).await
             }
             _ if [RICH_POLL, RICH_POLL_END].contains(&call.name.as_str()) => {
                 polls::call(&self.reach, &call.name, &args).await

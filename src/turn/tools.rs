@@ -20,11 +20,11 @@
 //!   `config::mcp`.
 //! - **Rich messages** ([`rich`], sent where [`targets`] allows: the asker's rooms): the
 //!   specs and `plan` in `tools`, rendering in `render`, the block catalogue in `blocks`.
-//! - **Approvals** ([`approval`] posts and closes the notice; [`shown`] is what it
+//! - **Approvals** ([`approval_notice`] posts and closes the notice; [`shown`] is what it
 //!   shows): the door that reads the asker's reaction in `approval`, the rows in
 //!   `store::approvals`.
 
-pub(super) mod approval;
+pub(super) mod approval_notice;
 pub(super) mod mcp;
 pub(super) mod polls;
 pub(super) mod rich;

@@ -89,7 +89,7 @@ async fn insert(store: &Store, room: &str, asker: &str, when: (Option<i64>, Opti
         created_at: now_ms(),
         client: None,
     };
-    store.create_schedule(&row, (20, 50)).await.expect("store").expect("within bounds")
+    store.create_schedule(&row, 20, 50).await.expect("store").expect("within bounds")
 }
 
 async fn state(store: &Store, id: i64) -> String {
@@ -456,7 +456,7 @@ async fn schedules_that_cannot_be_posted_stop_and_their_asker_is_told_in_their_d
         created_at: now,
         client: None,
     };
-    let media = store.create_schedule(&row, (20, 50)).await.expect("store").expect("within bounds");
+    let media = store.create_schedule(&row, 20, 50).await.expect("store").expect("within bounds");
     env.start_bot_again().await;
 
     let told = eventually("both stops are told", Duration::from_secs(90), || async {

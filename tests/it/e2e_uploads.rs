@@ -169,7 +169,7 @@ async fn an_upload_reserved_when_richbot_died_is_filled_at_the_same_url_and_neve
 
     // Died after the URL was reserved and recorded, before the bytes went.
     let reserved = matrix.create_mxc(&persona).await.expect("create");
-    store.reserve_upload((key, &persona, &reserved, CSV.len()), None, 1).await.expect("record");
+    store.reserve_upload(key, &persona, &reserved, CSV.len(), None, 1).await.expect("record");
     let upload =
         richbot::media::Upload { key, bytes: CSV.as_bytes(), mimetype: "text/csv", name: "t.csv", encrypt: false };
     let clear = |mxc: &str| Ok(richbot::media::Uploaded { mxc: mxc.to_owned(), file: None });
@@ -230,7 +230,7 @@ async fn an_upload_for_an_encrypted_room_is_stored_encrypted_and_filled_again_wi
     let key = richbot::store::UploadKey { idx: 1, ..key };
     let reserved = matrix.create_mxc(&persona).await.expect("create");
     let (_, recorded) = richbot::media::seal(CSV.as_bytes(), &richbot::media::Secret::random());
-    store.reserve_upload((key, &persona, &reserved, CSV.len()), Some(&recorded.to_string()), 1).await.expect("record");
+    store.reserve_upload(key, &persona, &reserved, CSV.len(), Some(&recorded.to_string()), 1).await.expect("record");
     let filled = media.upload(&store, &persona, richbot::media::Upload { key, ..upload }).await.expect("filled");
     let file = filled.file.expect("a file object");
     assert_eq!((filled.mxc.as_str(), &file["key"]), (reserved.as_str(), &recorded["key"]), "the recorded key");

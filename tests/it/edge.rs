@@ -56,7 +56,7 @@ async fn edge_on(url: String, dir: tempfile::TempDir) -> Edge {
     let metrics = Arc::new(Metrics::default());
     let queue = Arc::new(RoomQueue::new([], Vec::new()));
     let policy = richbot::assemble::room_policy(&settings);
-    let inbox = Inbox::new(store.clone(), queue.clone(), (personas.clone(), policy), metrics.clone());
+    let inbox = Inbox::new(store.clone(), queue.clone(), personas.clone(), policy, metrics.clone());
     let inbox = if shared { inbox.sharing() } else { inbox };
     // Skipped transactions are asked for (their numbers kept in the store, both kinds).
     let state = AppState::new(TOKEN, inbox, personas).asking_for_skipped(store.clone());

@@ -32,26 +32,26 @@ async fn two_instances() -> (Store, Store, tempfile::TempDir) {
 async fn a_room_lease_has_one_holder_until_it_is_given_back_or_runs_out() {
     let (a, b, _dir) = two_instances().await;
     let room = room_id!("!r:x");
-    assert!(a.claim_room(room, ("a", None), NOW, LEASE).await.expect("claim"), "a free room is claimed");
-    assert!(!b.claim_room(room, ("b", None), NOW + 1, LEASE).await.expect("claim"), "a held room is refused");
-    assert!(a.claim_room(room, ("a", None), NOW + 2, LEASE).await.expect("claim"), "its holder claims it again");
+    assert!(a.claim_room(room, "a", None, NOW, LEASE).await.expect("claim"), "a free room is claimed");
+    assert!(!b.claim_room(room, "b", None, NOW + 1, LEASE).await.expect("claim"), "a held room is refused");
+    assert!(a.claim_room(room, "a", None, NOW + 2, LEASE).await.expect("claim"), "its holder claims it again");
 
     // Renewing moves the end: at the old end, the room is still a's.
-    assert_eq!(a.renew_leases(("a", None), NOW + 20_000, LEASE).await.expect("renew"), 1);
-    assert!(!b.claim_room(room, ("b", None), NOW + LEASE + 2, LEASE).await.expect("claim"), "renewed");
+    assert_eq!(a.renew_leases("a", None, NOW + 20_000, LEASE).await.expect("renew"), 1);
+    assert!(!b.claim_room(room, "b", None, NOW + LEASE + 2, LEASE).await.expect("claim"), "renewed");
     assert_eq!(b.room_lease(room).await.expect("read").map(|(h, _)| h).as_deref(), Some("a"));
 
     // Given back: free at once, and only by its holder.
     b.release_room(room, "b").await.expect("not b's to give back");
-    assert!(!b.claim_room(room, ("b", None), NOW + 20_001, LEASE).await.expect("claim"));
+    assert!(!b.claim_room(room, "b", None, NOW + 20_001, LEASE).await.expect("claim"));
     a.release_room(room, "a").await.expect("release");
-    assert!(b.claim_room(room, ("b", None), NOW + 20_002, LEASE).await.expect("claim"), "given back: free");
+    assert!(b.claim_room(room, "b", None, NOW + 20_002, LEASE).await.expect("claim"), "given back: free");
 
     // b dies: its lease runs out, and a takes the room over.
     let end = NOW + 20_002 + LEASE;
-    assert!(!a.claim_room(room, ("a", None), end - 1, LEASE).await.expect("claim"), "not before its end");
-    assert!(a.claim_room(room, ("a", None), end, LEASE).await.expect("claim"), "run out: taken over");
-    assert_eq!(b.renew_leases(("b", None), end + 1, LEASE).await.expect("renew"), 0, "b has nothing left to renew");
+    assert!(!a.claim_room(room, "a", None, end - 1, LEASE).await.expect("claim"), "not before its end");
+    assert!(a.claim_room(room, "a", None, end, LEASE).await.expect("claim"), "run out: taken over");
+    assert_eq!(b.renew_leases("b", None, end + 1, LEASE).await.expect("renew"), 0, "b has nothing left to renew");
     assert_eq!(a.release_all("a").await.expect("release all"), 1);
     assert_eq!(a.room_lease(room).await.expect("read"), None);
 }
@@ -66,7 +66,7 @@ async fn of_two_instances_claiming_rooms_at_once_exactly_one_gets_each() {
             let mut won = Vec::new();
             for r in &rooms {
                 let room: ruma::OwnedRoomId = r.as_str().try_into().expect("room id");
-                if s.claim_room(&room, (holder, None), NOW, LEASE).await.expect("claim") {
+                if s.claim_room(&room, holder, None, NOW, LEASE).await.expect("claim") {
                     won.push(r.clone());
                 }
             }
@@ -85,7 +85,7 @@ async fn work_under_a_live_lease_is_left_to_its_holder_and_found_once_it_runs_ou
     a.insert_events(&[message("$1", "!held:x"), message("$2", "!free:x"), message("$3", "!held:x")], 1)
         .await
         .expect("insert");
-    a.claim_room(room_id!("!held:x"), ("a", None), NOW, LEASE).await.expect("claim");
+    a.claim_room(room_id!("!held:x"), "a", None, NOW, LEASE).await.expect("claim");
     let found = b.unleased_work(NOW + 1).await.expect("poll");
     assert_eq!(found, [room_id!("!free:x").to_owned()], "the held room is a's");
     let found = b.unleased_work(NOW + LEASE).await.expect("poll");
@@ -198,12 +198,12 @@ async fn the_fence_holds_only_for_the_live_holder_of_the_turns_room() {
     let room = room_id!("!fenced:x");
     let turn = a.start_turn(room, user_id!("@bot:x"), user_id!("@alice:x"), &[], None, NOW).await.expect("turn");
     assert!(!a.holds_turn_room(turn.id, "a", NOW).await.expect("fence"), "no lease, no writes");
-    assert!(a.claim_room(room, ("a", None), NOW, LEASE).await.expect("claim"));
+    assert!(a.claim_room(room, "a", None, NOW, LEASE).await.expect("claim"));
     assert!(a.holds_turn_room(turn.id, "a", NOW + 1).await.expect("fence"));
     assert!(!b.holds_turn_room(turn.id, "b", NOW + 1).await.expect("fence"), "not another instance");
     // a froze past its lease; b took the room over: a's writes are fenced off.
     assert!(!a.holds_turn_room(turn.id, "a", NOW + LEASE).await.expect("fence"));
-    assert!(b.claim_room(room, ("b", None), NOW + LEASE, LEASE).await.expect("takeover"));
+    assert!(b.claim_room(room, "b", None, NOW + LEASE, LEASE).await.expect("takeover"));
     assert!(!a.holds_turn_room(turn.id, "a", NOW + LEASE + 1).await.expect("fence"));
     assert!(b.holds_turn_room(turn.id, "b", NOW + LEASE + 1).await.expect("fence"));
 }

@@ -97,7 +97,7 @@ async fn fill(s: &Store) -> i64 {
     s.record_sent(&sent).await.expect("sent");
     let budgets = Budgets { per_user: 1_000, per_room: 0, total: 0 };
     let reserved = s.reserve_tokens(alice, room, 100, budgets, NOW).await.expect("reserve").expect("room left");
-    s.settle_tokens(reserved, 42, (30, 20)).await.expect("settle");
+    s.settle_tokens(reserved, 42, 30, 20).await.expect("settle");
     let landed = NewWrite { txn_id: "rb.i.1.0", turn: done.id, ..pending_write(done.id) };
     s.outbox_claim(&landed, NOW).await.expect("claim");
     s.outbox_sent("rb.i.1.0", event_id!("$a1")).await.expect("landed");

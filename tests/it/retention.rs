@@ -61,9 +61,9 @@ async fn history_past_the_retention_goes_with_what_derives_from_it_and_the_rest_
     s.reserve_tokens(alice, room, 10, budgets, NOW - 3 * DAY).await.expect("reserve").expect("room");
     s.reserve_tokens(alice, room, 20, budgets, NOW - 1_000).await.expect("reserve").expect("room");
     // Voice messages' words, and the seconds counted for the audio budget.
-    s.record_transcript((room, event_id!("$voice_old")), alice, "old words", 4, old).await.expect("words");
-    s.record_transcript((room, event_id!("$voice_new")), alice, "new words", 3, NOW - 1_000).await.expect("words");
-    s.record_transcript((room, event_id!("$voice_new")), alice, "again", 3, NOW - 500).await.expect("once");
+    s.record_transcript(room, event_id!("$voice_old"), alice, "old words", 4, old).await.expect("words");
+    s.record_transcript(room, event_id!("$voice_new"), alice, "new words", 3, NOW - 1_000).await.expect("words");
+    s.record_transcript(room, event_id!("$voice_new"), alice, "again", 3, NOW - 500).await.expect("once");
     assert_eq!(s.audio_seconds_today(alice, NOW).await.expect("seconds"), 3, "a word kept once, counted once");
 
     let pruned = s.prune(Duration::from_secs(30 * 86_400), NOW).await.expect("prune");

@@ -75,19 +75,19 @@ async fn a_crypto_inbox_rows_failures_are_counted_and_a_piece_set_aside_leaves_t
     assert_eq!(read[1].attempts, 3, "{read:?}");
     // Two pieces of the row set aside in turn; the row keeps the rest, then goes with its last.
     assert!(
-        s.crypto_inbox_set_aside(PERSONA, broken, ("{\"piece\":1}", Some("{\"rest\":1}")), "no\u{0}pe", 4)
+        s.crypto_inbox_set_aside(PERSONA, broken, "{\"piece\":1}", Some("{\"rest\":1}"), "no\u{0}pe", 4)
             .await
             .expect("aside")
     );
     let read = s.crypto_inbox(PERSONA, 10).await.expect("read");
     assert_eq!((read[1].seq, read[1].body.as_str()), (broken, "{\"rest\":1}"), "the rest stays, in its place");
-    assert!(s.crypto_inbox_set_aside(PERSONA, broken, ("{\"rest\":1}", None), "again", 5).await.expect("aside"));
+    assert!(s.crypto_inbox_set_aside(PERSONA, broken, "{\"rest\":1}", None, "again", 5).await.expect("aside"));
     let left: Vec<i64> = s.crypto_inbox(PERSONA, 10).await.expect("read").into_iter().map(|r| r.seq).collect();
     assert_eq!(left, [seqs[0], seqs[2]], "the others stay, in order");
     let aside = s.crypto_inbox_aside(PERSONA).await.expect("aside");
     assert_eq!(aside, [(broken, "no\u{fffd}pe".to_owned()), (broken, "again".to_owned())]);
     // A row already gone (taken meanwhile) sets nothing aside, and counts no failure.
-    assert!(!s.crypto_inbox_set_aside(PERSONA, broken, ("x", None), "gone", 6).await.expect("aside"));
+    assert!(!s.crypto_inbox_set_aside(PERSONA, broken, "x", None, "gone", 6).await.expect("aside"));
     assert_eq!(s.crypto_inbox_failed(PERSONA, broken).await.expect("count"), 0);
 }
 
@@ -176,7 +176,7 @@ async fn a_member_who_stuffs_a_poll_with_votes_still_counts_once_and_hides_nobod
 fn crypto_of(s: &Store) -> richbot::crypto::Crypto {
     let matrix = richbot::matrix::Client::new("http://127.0.0.1:9", "as_token", Default::default());
     let personas = [crate::support::user_id(PERSONA)];
-    richbot::crypto::Crypto::new((s.clone(), matrix), &personas, std::time::Duration::from_secs(60), (None, None))
+    richbot::crypto::Crypto::new(s.clone(), matrix, &personas, std::time::Duration::from_secs(60), None, None)
 }
 
 #[tokio::test]
@@ -205,12 +205,12 @@ async fn a_crypto_save_under_a_lease_that_ran_out_or_moved_on_is_refused_whole()
         ..Default::default()
     };
     // An instance took the lease a minute ago for a second, then stalled.
-    let stalled = s.claim_crypto(PERSONA, ("stalled", None), now - 60_000, 1_000).await.expect("claim").expect("taken");
+    let stalled = s.claim_crypto(PERSONA, "stalled", None, now - 60_000, 1_000).await.expect("claim").expect("taken");
     let refused = s.crypto_write(PERSONA, &save("stalled", stalled, "old")).await.expect_err("ran out");
     assert!(matches!(refused, richbot::store::Error::LeaseLost(_)), "{refused}");
     assert_eq!(s.crypto_kv(PERSONA, "account").await.expect("read"), None, "nothing of it landed");
     // Another instance takes it over and saves; the stalled one stays fenced out.
-    let live = s.claim_crypto(PERSONA, ("live", None), now, 60_000).await.expect("claim").expect("taken");
+    let live = s.claim_crypto(PERSONA, "live", None, now, 60_000).await.expect("claim").expect("taken");
     assert_ne!(live, stalled);
     s.crypto_write(PERSONA, &save("live", live, "new")).await.expect("the holder saves");
     assert!(s.crypto_write(PERSONA, &save("stalled", stalled, "old")).await.is_err());

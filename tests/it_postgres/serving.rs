@@ -50,13 +50,13 @@ async fn a_room_lease_ends_with_its_holders_session() {
     let held = a.serving().await.expect("serve").expect("a lock on PostgreSQL");
     let room = room_id!("!r:x");
     a.insert_events(&[crate::support::message("$q", "!r:x")], 1).await.expect("a question");
-    assert!(a.claim_room(room, ("a", Some(held.session())), NOW, 60_000).await.expect("claim"));
-    assert!(!b.claim_room(room, ("b", None), NOW + 1, 60_000).await.expect("claim"), "held while a lives");
+    assert!(a.claim_room(room, "a", Some(held.session()), NOW, 60_000).await.expect("claim"));
+    assert!(!b.claim_room(room, "b", None, NOW + 1, 60_000).await.expect("claim"), "held while a lives");
     assert!(b.unleased_work(NOW + 1).await.expect("poll").is_empty());
 
     drop(held); // the connection closes without a goodbye, as a killed process's does
     eventually("the lease ends with a's session", Duration::from_secs(10), || async {
-        b.claim_room(room, ("b", None), NOW + 2, 60_000).await.expect("claim").then_some(())
+        b.claim_room(room, "b", None, NOW + 2, 60_000).await.expect("claim").then_some(())
     })
     .await;
     assert_eq!(b.room_lease(room).await.expect("read").map(|(h, _)| h).as_deref(), Some("b"));
@@ -86,7 +86,7 @@ async fn a_lost_serve_lock_is_taken_again_and_the_leases_follow_it() {
     })
     .await;
     let now = richbot::clock::now_ms();
-    assert!(!b.claim_room(room, ("b", None), now, 60_000).await.expect("claim"), "the lease is still a's");
+    assert!(!b.claim_room(room, "b", None, now, 60_000).await.expect("claim"), "the lease is still a's");
     assert!(leases.claim(room).await.expect("claim"), "and a holds it");
     keeper.abort();
 }

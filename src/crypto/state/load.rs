@@ -19,14 +19,14 @@ pub(super) fn parse<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
 }
 
 /// A room key from its row.
-pub(super) fn group((value, backed_up): (String, bool)) -> Result<InboundGroupSession, Error> {
+pub(super) fn group(value: String, backed_up: bool) -> Result<InboundGroupSession, Error> {
     let mut pickle: PickledInboundGroupSession = parse(&value)?;
     pickle.backed_up = backed_up;
     InboundGroupSession::from_pickle(pickle).map_err(|e| Error::Unpickle(e.to_string()))
 }
 
 pub(super) fn groups(rows: Vec<(String, bool)>) -> Result<Vec<InboundGroupSession>, Error> {
-    rows.into_iter().map(group).collect()
+    rows.into_iter().map(|(value, backed_up)| group(value, backed_up)).collect()
 }
 
 impl DbState {
@@ -70,7 +70,7 @@ impl DbState {
         match self.store.crypto_group_session(&self.persona, &key::part(id)).await? {
             // A session is only ever for the room it was made for.
             Some((stored_room, value, backed_up)) if stored_room == key::part(room.as_str()) => {
-                Ok(Some(group((value, backed_up))?))
+                Ok(Some(group(value, backed_up)?))
             }
             _ => Ok(None),
         }

@@ -102,7 +102,7 @@ impl CryptoStore for DbState {
         let after = after.as_deref().map(key::part);
         let rows = self
             .store
-            .crypto_group_sessions_of_device(&self.persona, (&device.0, device.1), after.as_deref(), limit)
+            .crypto_group_sessions_of_device(&self.persona, &device.0, device.1, after.as_deref(), limit)
             .await?;
         groups(rows)
     }
@@ -110,7 +110,7 @@ impl CryptoStore for DbState {
     async fn inbound_group_sessions_for_backup(&self, _: &str, limit: usize) -> Result<Vec<InboundGroupSession>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.store.crypto_group_unbacked(&self.persona, limit).await?;
-        rows.into_iter().map(|v| group((v, false))).collect()
+        rows.into_iter().map(|v| group(v, false)).collect()
     }
 
     async fn mark_inbound_group_sessions_as_backed_up(&self, _: &str, ids: &[(&RoomId, &str)]) -> Result<()> {

@@ -42,7 +42,8 @@ fn pictures(ty: &str, fields: &serde_json::Map<String, Value>) -> Vec<(String, S
 /// Posts the messages that go with a rich message in `room` (and `thread`).
 pub(in crate::turn) async fn post_companions(
     r: &Reach<'_>,
-    (room, thread): (&RoomId, Option<&EventId>),
+    room: &RoomId,
+    thread: Option<&EventId>,
     payload: &Rich,
     drawn: &[Drawn],
     encrypted: bool,

@@ -29,7 +29,7 @@ struct Found {
 
 /// The media URLs in `value` starting with `scheme`, in order.
 fn urls(value: &Value, scheme: &str) -> Vec<Found> {
-    fn walk(v: &Value, (path, pointer): (&str, &str), scheme: &str, out: &mut Vec<Found>) {
+    fn walk(v: &Value, path: &str, pointer: &str, scheme: &str, out: &mut Vec<Found>) {
         match v {
             Value::Object(map) => {
                 for (key, v) in map {
@@ -37,20 +37,20 @@ fn urls(value: &Value, scheme: &str) -> Vec<Found> {
                     if MEDIA_KEYS.contains(&key.as_str()) && v.as_str().is_some_and(|s| s.starts_with(scheme)) {
                         out.push(Found { path: join(path, key), at: (pointer.to_owned(), key.clone()) });
                     } else {
-                        walk(v, (&join(path, key), &format!("{pointer}/{escaped}")), scheme, out);
+                        walk(v, &join(path, key), &format!("{pointer}/{escaped}"), scheme, out);
                     }
                 }
             }
             Value::Array(items) => {
                 for (i, v) in items.iter().enumerate() {
-                    walk(v, (&index(path, i), &format!("{pointer}/{i}")), scheme, out);
+                    walk(v, &index(path, i), &format!("{pointer}/{i}"), scheme, out);
                 }
             }
             _ => {}
         }
     }
     let mut out = Vec::new();
-    walk(value, ("payload", ""), scheme, &mut out);
+    walk(value, "payload", "", scheme, &mut out);
     out
 }
 

@@ -94,9 +94,11 @@ impl Hearing<'_> {
     /// Makes words of the voice messages the turn is about that `parts` has none for.
     pub(in crate::turn) async fn listen(
         &self,
-        (turn, scope): (i64, &Scope),
+        turn: i64,
+        scope: &Scope,
         persona: &Persona,
-        (history, events): (&[StoredEvent], &[StoredEvent]),
+        history: &[StoredEvent],
+        events: &[StoredEvent],
         parts: &mut Parts,
     ) -> Result<(), Error> {
         let voices = about(history, events).into_iter().filter(|e| Kind::of(&e.event) == Some(Kind::Audio));
@@ -109,7 +111,7 @@ impl Hearing<'_> {
                 self.say_cannot_listen(turn, scope).await?;
                 continue;
             };
-            let heard = self.hear(listening, (persona, scope), e).await?;
+            let heard = self.hear(listening, persona, scope, e).await?;
             if let Some(text) = &heard.told {
                 self.tell_voice(WriteId { turn, seq: VOICE_SEQ + i }, scope, text).await?;
             }
@@ -124,7 +126,8 @@ impl Hearing<'_> {
     async fn hear(
         &self,
         listening: &Listening,
-        (persona, scope): (&Persona, &Scope),
+        persona: &Persona,
+        scope: &Scope,
         e: &StoredEvent,
     ) -> Result<Heard, Error> {
         let content = e.content();
@@ -185,8 +188,7 @@ impl Hearing<'_> {
                 let reported = heard.seconds.map_or(0, |s| s.ceil() as u64);
                 let seconds = held.seconds().max(reported).max(1);
                 let text = cut_transcript(&heard.text, listening.max_seconds);
-                let at = (&*scope.room, &*e.event_id);
-                self.store.record_transcript(at, &scope.asker, &text, seconds, now_ms()).await?;
+                self.store.record_transcript(&scope.room, &e.event_id, &scope.asker, &text, seconds, now_ms()).await?;
                 Metrics::inc(&self.metrics.voice_transcribed);
                 Metrics::add(&self.metrics.voice_seconds, seconds);
                 tracing::info!(room = %scope.room, event = %e.event_id, seconds, "a voice message was transcribed");

@@ -8,7 +8,6 @@
 //! The text answer is the answer: a voice that cannot be made (the endpoint down, the
 //! upload refused) is logged and counted, and the member still has the text.
 
-use crate::agent;
 use crate::media::{Kind, Upload, UploadError};
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
@@ -18,7 +17,7 @@ use crate::render::{self, Info, Source};
 use crate::speech::{self, Speaking};
 use crate::store::Store;
 use crate::store::{StoredEvent, TurnRecord, UploadKey};
-use crate::turn::close::Closer;
+use crate::turn::close::{Answer, Closer};
 use crate::turn::{Error, Outcome, Scope};
 
 /// The spoken answer's upload number (apart from any tool call's) and write number.
@@ -42,17 +41,17 @@ impl Speaker<'_> {
     pub(in crate::turn) async fn answered(
         &self,
         close: &Closer<'_>,
-        (next, done): (WriteId, agent::Outcome),
-        posted: (Option<String>, bool),
-        (persona, events): (&Persona, &[StoredEvent]),
+        answer: Answer,
+        persona: &Persona,
+        events: &[StoredEvent],
     ) -> Result<(Outcome, TurnRecord), Error> {
-        let text = done.text.clone();
-        let closed = close.answered(next, done, posted).await?;
+        let text = answer.done.text.clone();
+        let closed = close.answered(answer).await?;
         if let (Outcome::Answered, Some(text), Some(speaking)) = (&closed.0, text, &self.voice.speaking)
             && persona.voice_replies
             && self.spoke(close.scope, events).await?
         {
-            self.speak((close.turn, close.scope), speaking, &text).await?;
+            self.speak(close.turn, close.scope, speaking, &text).await?;
         }
         Ok(closed)
     }
@@ -65,7 +64,7 @@ impl Speaker<'_> {
     }
 
     /// Speaks `text` and posts it as a voice message.
-    async fn speak(&self, (turn, scope): (i64, &Scope), speaking: &Speaking, text: &str) -> Result<(), Error> {
+    async fn speak(&self, turn: i64, scope: &Scope, speaking: &Speaking, text: &str) -> Result<(), Error> {
         let Some(media) = &self.media else { return Ok(()) };
         let fail = |why: String| {
             Metrics::inc(&self.metrics.voice_failed);
@@ -99,8 +98,8 @@ impl Speaker<'_> {
         let shape = speech::shape(&bytes);
         let source = uploaded.file.as_ref().map_or(Source::Url(&uploaded.mxc), Source::File);
         let info = Info { mimetype: Some(mimetype), size: Some(bytes.len() as u64), dimensions: None };
-        let spoken = (shape.duration_ms, shape.waveform.as_slice());
-        let content = render::voice_message("Voice answer", source, info, spoken, scope.relation());
+        let (duration_ms, waveform) = (shape.duration_ms, shape.waveform.as_slice());
+        let content = render::voice_message("Voice answer", source, info, duration_ms, waveform, scope.relation());
         let write = Write { id: WriteId { turn, seq: VOICE_SEQ }, room: &scope.room, persona: &scope.persona };
         // Its write id says what it is: a resumed turn's speech may differ by a byte.
         match self.outbox.send_live(&write, &content, scope.thread.as_deref()).await {

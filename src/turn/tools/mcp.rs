@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::approval::{self, Decision};
+use super::approval_notice::{self, Decision};
 use crate::mcp::CallError;
 use crate::tools::registry::Tool;
 use crate::tools::{ToolError, ToolErrorCode};
@@ -27,7 +27,8 @@ use crate::turn::stop::Stop;
 pub(in crate::turn) async fn call(
     r: &Reach<'_>,
     tool: &Tool,
-    (server, name): (usize, &str),
+    server: usize,
+    name: &str,
     args: &Value,
     nth: u32,
 ) -> Result<Value, Stop> {
@@ -56,7 +57,7 @@ pub(in crate::turn) async fn call(
     // Fenced: an instance that lost the room's lease makes no call (it would run twice).
     let fence = || async { r.outbox.holds(r.turn).await.map_err(crate::turn::stop::outbox_error) };
     let result = if tool.needs_approval {
-        let asked = approval::ask(r, tool, args, nth).await?;
+        let asked = approval_notice::ask(r, tool, args, nth).await?;
         let spent = match asked.approval {
             Some(id) if asked.decision == Decision::Allow => {
                 r.store.use_approval(id, crate::clock::now_ms()).await.map_err(store_stop)?
@@ -64,13 +65,13 @@ pub(in crate::turn) async fn call(
             _ => false,
         };
         if !spent {
-            approval::close(r, &asked, nth).await;
+            approval_notice::close(r, &asked, nth).await;
             let refused = ToolError::new(ToolErrorCode::NotApproved, asked.refusal());
             return record(r, nth, Err(refused)).await;
         }
         fence().await?;
         r.store.start_tool(r.turn, nth, crate::clock::now_ms()).await.map_err(store_stop)?;
-        let (result, ()) = tokio::join!(call, approval::close(r, &asked, nth));
+        let (result, ()) = tokio::join!(call, approval_notice::close(r, &asked, nth));
         result
     } else {
         fence().await?;

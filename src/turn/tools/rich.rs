@@ -50,7 +50,7 @@ pub(in crate::turn) async fn call(r: &Reach<'_>, call: &ToolCall, args: &Value, 
             let write = Write { id, room: &room, persona: &scope.persona };
             let event_id = r.outbox.send(&write, &content, thread).await.map_err(outbox_error)?;
             record_buttons(r, &room, &event_id, &payload).await?;
-            attachments::post_companions(r, (&room, thread), &payload, &drawn, encrypted).await?;
+            attachments::post_companions(r, &room, thread, &payload, &drawn, encrypted).await?;
             Ok(json!({"event_id": event_id, "posted": crate::strings::POSTED}))
         }
         RichCall::Edit { event_id, payload, fallback, room } => {

@@ -62,8 +62,12 @@ pub(in crate::turn) async fn call(r: &Reach<'_>, call: &ToolCall, args: &Value) 
                 created_at: now,
                 client: None,
             };
-            let limits = (kit.bounds.per_user, kit.bounds.per_room);
-            let id = match r.store.create_schedule(&row, limits).await.map_err(internal)? {
+            let id = match r
+                .store
+                .create_schedule(&row, kit.bounds.per_user, kit.bounds.per_room)
+                .await
+                .map_err(internal)?
+            {
                 Ok(id) => id,
                 Err(over) => return Err(Stop::Tool(too_many(over))),
             };
