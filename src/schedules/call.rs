@@ -101,7 +101,7 @@ pub fn schedule_specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: SCHEDULE.to_owned(),
             description: "Set a reminder: post message (its text, or {payload, fallback}) to the asker later, \
-                 once (at: RFC 3339, or a delay such as \"in 10 minutes\") or repeatedly (every: an RRULE in tz); or \
+                 once (at: RFC 3339 or a delay) or repeatedly (every: an RRULE in tz); or \
                  give prompt instead, to be asked then. Example: {\"at\": \"in 10 minutes\", \"message\": \"Time to \
                  stand up!\"}. Returns its id and next times."
                 .to_owned(),
@@ -115,7 +115,8 @@ pub fn schedule_specs() -> Vec<ToolSpec> {
                     "start": {"type": "string"},
                     "message": {},
                     "prompt": {"type": "string"},
-                    "room": {"type": "string", "description": "as in rich_send"},
+                    // As in rich_send, which says what it may name.
+                    "room": {"type": "string"},
                     "title": {"type": "string"},
                 }),
                 &[],

@@ -34,8 +34,8 @@ pub fn poll_specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: RICH_POLL.to_owned(),
             description: format!(
-                "Start a poll in this chat; votes, tally and result are handled for you. It ends after \
-                 end_after_secs or at {RICH_POLL_END}. Returns the poll's event_id."
+                "Start a poll in this chat; votes and tally are handled for you. It ends after end_after_secs \
+                 or at {RICH_POLL_END}. Returns its event_id."
             ),
             parameters: json!({
                 "type": "object",

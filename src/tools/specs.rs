@@ -106,8 +106,8 @@ fn send_description() -> String {
         })
         .collect();
     format!(
-        "Post a rich message: blocks, and a Markdown fallback that says it all alone. Blocks (required fields): {}. \
-         Numbers: integers or decimal strings. Times: ISO 8601. Example: {EXAMPLE_CALL}\nReturns event_id, or an error and its path to fix. When the message said it all, end your \
+        "Post a rich message: blocks and a Markdown fallback that says it all alone. Blocks (required fields): {}. \
+         Numbers: integers or decimal strings. Times: ISO 8601. Example: {EXAMPLE_CALL}\nReturns event_id or an error to fix. When the message said it all, end your \
          turn with exactly [no reply].",
         blocks.join(", ")
     )
