@@ -14,6 +14,9 @@
 //! [`Read::Unreadable`]: the model is told to make the call instead (the turn does that),
 //! and it is never posted.
 //!
+//! A call written as a Python call, as the whole answer (`countdown(until="2027")`), is
+//! read too ([`pythonic`]).
+//!
 //! [`shown_until`] is the streaming side: how much of a text still being written can be
 //! shown without showing a call being typed.
 
@@ -23,6 +26,7 @@ use super::{Reply, ToolCall, ToolSpec};
 use lenient::{json, payload_wrapped, salvaged_message};
 
 mod lenient;
+mod pythonic;
 mod shown;
 pub use shown::shown_until;
 
@@ -74,6 +78,18 @@ struct Candidate<'a> {
 
 /// The calls written in `text`, to the tools in `tools`; `round` numbers their ids.
 pub fn read(text: &str, tools: &[ToolSpec], round: u32) -> Read {
+    // The whole answer one Python call (`countdown(until="2027-01-01")`) of an offered
+    // tool, or of a block type (the turn makes that its rich message).
+    let known = |name: &str| tools.iter().any(|t| t.name == name) || crate::blocks::spec(name).is_some();
+    match pythonic::read(text, known) {
+        pythonic::Pythonic::Call(name, arguments) => {
+            let arguments = payload_wrapped(&name, arguments);
+            let calls = vec![ToolCall::new(format!("{ID_PREFIX}{round}_0"), name, arguments.to_string())];
+            return Read::Calls { calls, rest: None };
+        }
+        pythonic::Pythonic::Unreadable => return Read::Unreadable,
+        pythonic::Pythonic::No => {}
+    }
     let candidates = candidates(text, tools);
     let mut calls = Vec::new();
     let mut taken: Vec<std::ops::Range<usize>> = Vec::new();

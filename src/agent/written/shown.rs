@@ -5,11 +5,18 @@
 use super::ToolSpec;
 
 /// How much of `text` (being streamed) can be shown: all of it, or up to where something
-/// that may become a written call starts (a fence, a tag, or a JSON object at the start),
+/// that may become a written call starts (a fence, a tag, a JSON object or a Python call
+/// at the start),
 /// less a last line that leads in to what is not shown yet.
 pub fn shown_until(text: &str, tools: &[ToolSpec]) -> usize {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return 0;
+    }
+    // An answer that may be one Python call (`countdown(until=…)`) of a tool or a block.
+    let names: Vec<&str> =
+        tools.iter().map(|t| t.name.as_str()).chain(crate::blocks::CATALOGUE.iter().map(|b| b.name)).collect();
+    if super::pythonic::may_become(text, &names) {
         return 0;
     }
     let mut cut = text.len();

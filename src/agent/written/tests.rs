@@ -259,3 +259,25 @@ fn a_rich_message_in_arguments_broken_elsewhere_is_its_call_and_never_posted_raw
     let broken = r#"{"payload": {"v": 1, "blocks": [{"type": "countdown", "until": "#;
     assert_eq!(read(broken, &tools(), 1), Read::Unreadable);
 }
+
+#[test]
+fn a_whole_answer_written_as_a_python_call_is_that_call_and_is_never_shown_being_typed() {
+    // Both from the answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07), posted as text then.
+    let (found, rest) = calls(r#"countdown(until="2027-01-01T00:00:00Z")"#);
+    assert_eq!(found, [("countdown".to_owned(), json!({"until": "2027-01-01T00:00:00Z"}))]);
+    assert_eq!(rest, None);
+    let (found, _) = calls(r#"rich_send(payload={"blocks":[{"type":"code","code":"def r(s): return s[::-1]"}]})"#);
+    assert_eq!(
+        found,
+        [(
+            "rich_send".to_owned(),
+            json!({"payload": {"blocks": [{"type": "code", "code": "def r(s): return s[::-1]"}]}})
+        )]
+    );
+    assert_eq!(read("rich_send(payload={\"blocks\": [", &tools(), 1), Read::Unreadable);
+    assert_eq!(read("Call countdown(until=\"2027\") for that.", &tools(), 1), Read::Prose);
+    assert_eq!(shown_until("countdown(until=\"2027-01", &tools()), 0);
+    assert_eq!(shown_until("rich_s", &tools()), 0);
+    let prose = "Sure, here it is.";
+    assert_eq!(shown_until(prose, &tools()), prose.len());
+}
