@@ -31,8 +31,9 @@
 //! The modules are declared below in that order, and dependencies point down the list: a
 //! module uses only modules declared after it (checked by `tests/it/layout.rs`), so there
 //! is no circle. The agent does not know the tools: the turn hands it their specs (the
-//! registry's, `tools::registry`) and a runner (`turn::runner`) that plans, authorizes,
-//! posts or calls each one.
+//! registry's, `tools::registry`) and a runner (`turn::runner`) that sends each call to
+//! its feature (`turn::tools`, `turn::media`), each a function of what a call may reach
+//! (`turn::reach`), which plans, authorizes, posts or calls it.
 //!
 //! # Invariants
 //!
