@@ -39,12 +39,13 @@ pub(super) fn read(text: &str, known: impl Fn(&str) -> bool) -> Pythonic {
     }
 }
 
-/// Whether what follows `name(` starts as arguments do: `)`, a string, or `key=`
-/// (`table(s) are handy` is prose).
+/// Whether what follows `name(` starts as readable arguments do: `)` or `key=`. A
+/// positional argument (`file("data.txt")`, as code in an answer may be) could never be
+/// read as a call, so it is prose, not a correction; so is `table(s) are handy`.
 fn call_shaped(rest: &str) -> bool {
     let rest = rest.trim_start();
     let ident = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
-    rest.starts_with([')', '"']) || (ident > 0 && rest[ident..].trim_start().starts_with('='))
+    rest.starts_with(')') || (ident > 0 && rest[ident..].trim_start().starts_with('='))
 }
 
 /// Whether `text`, the start of an answer being written, may become a Python call of
@@ -169,15 +170,13 @@ mod tests {
             "```rust\ncountdown(until=\"2027\")\n```",
             "countdown is a block",
             "countdown(s) are handy",
+            "countdown(\"2027-01-01\")",
         ] {
             assert_eq!(read(prose, known), Pythonic::No, "{prose}");
         }
-        for broken in [
-            "countdown(until='2027-01-01')",
-            "rich_send(payload={\"blocks\": [",
-            "countdown(\"2027-01-01\")",
-            "countdown(until=\"2027\") and more",
-        ] {
+        for broken in
+            ["countdown(until='2027-01-01')", "rich_send(payload={\"blocks\": [", "countdown(until=\"2027\") and more"]
+        {
             assert_eq!(read(broken, known), Pythonic::Unreadable, "{broken}");
         }
     }
