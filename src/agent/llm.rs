@@ -17,7 +17,8 @@
 //! a grammar, an unknown model, a prompt past its context): the same request would be
 //! refused again. A 400 or 422 to a streamed request (or a body that is no event stream)
 //! that the same request unstreamed does not get means the endpoint cannot stream, which
-//! is remembered.
+//! is remembered. So is a 400 or 422 about `logprobs` (asked for with every answer,
+//! `odds.rs`): the request is made again without, and so are all later ones.
 
 use std::time::Duration;
 
@@ -107,6 +108,9 @@ pub struct Llm {
     pub(super) text_tool_calls: bool,
     /// Whether the endpoint is asked for structured output (`fill.rs`): until it refuses.
     pub(super) structured: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether answers come with their tokens' log-probabilities (`odds.rs`): until the
+    /// endpoint refuses them.
+    odds: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -146,6 +150,7 @@ impl Llm {
             calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
             text_tool_calls: true,
             structured: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            odds: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
         }
     }
 
@@ -220,7 +225,17 @@ impl Llm {
 
 impl Llm {
     async fn whole(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, Error> {
-        self.whole_request(wire::request(&self.model, self.max_tokens, messages, tools, false)).await
+        self.whole_request(self.body(messages, tools, false)).await
+    }
+
+    /// The request for an answer: with its tokens' log-probabilities asked for, while
+    /// the endpoint takes that.
+    fn body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+        let mut body = wire::request(&self.model, self.max_tokens, messages, tools, stream);
+        if self.odds.load(std::sync::atomic::Ordering::Relaxed) {
+            body["logprobs"] = Value::Bool(true);
+        }
+        body
     }
 
     /// One unstreamed call of `request`, bounded as a whole.
@@ -251,7 +266,18 @@ impl Llm {
         tools: &[ToolSpec],
         live: &LiveText,
     ) -> Result<Reply, Error> {
-        match self.asked(messages, tools, live).await {
+        let answer = match self.asked(messages, tools, live).await {
+            Err(Error::Refused(status @ (400 | 422), why))
+                if self.odds.load(std::sync::atomic::Ordering::Relaxed)
+                    && why.to_ascii_lowercase().contains("logprob") =>
+            {
+                tracing::warn!(status, why, "the LLM endpoint refused log-probabilities; not asking for them again");
+                self.odds.store(false, std::sync::atomic::Ordering::Relaxed);
+                self.asked(messages, tools, live).await
+            }
+            answer => answer,
+        };
+        match answer {
             Err(Error::Unreadable(why)) => {
                 tracing::warn!(base_url = %self.base_url, why, "the model server could not read the model's tool call; asking the model for a shorter one");
                 Ok(Reply::unreadable())
@@ -274,7 +300,7 @@ impl Llm {
         if !self.stream.load(Ordering::Relaxed) {
             return self.whole(messages, tools).await;
         }
-        let request = wire::request(&self.model, self.max_tokens, messages, tools, true);
+        let request = self.body(messages, tools, true);
         let alive = Alive::new();
         let client = self.streaming_client(&alive);
         let chat = client.chat();

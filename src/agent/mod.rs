@@ -15,6 +15,7 @@ mod errors;
 mod fill;
 mod guard;
 mod llm;
+mod odds;
 pub mod portable;
 mod probe;
 mod stream;
@@ -26,6 +27,7 @@ pub mod written;
 pub use fill::Fill;
 pub use guard::Misbehaved;
 pub use llm::{Error, Llm, Probe};
+pub use odds::Odds;
 
 use guard::Seen;
 use serde::{Deserialize, Serialize};
@@ -149,6 +151,9 @@ pub struct Reply {
     /// promised what only that tool does, and made no call: `Complete::fill`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub filled: bool,
+    /// How likely the model found its tokens, when the endpoint said (`odds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub odds: Option<Odds>,
     /// Set by the caller's review of a reply without calls (an answer a member may not
     /// read as it is): what the model is told before it is asked again. Not recorded: the
     /// review is made again of a replayed reply.
@@ -161,6 +166,12 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Reply {
+    /// Word salad, by the model's own odds (`odds`): never shown, nor shown to the model
+    /// again.
+    pub fn babbled(&self) -> bool {
+        self.odds.is_some_and(|o| o.babble())
+    }
+
     /// A reply that stopped at its token limit (`finish_reason: "length"`): its last tool
     /// call is the one that was being written, and is marked cut.
     pub fn stopped_at_length(mut self, length: bool) -> Self {
@@ -279,7 +290,10 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
             Err(e) => return (Err(e), messages),
         };
         usage.add(reply.usage);
-        messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
+        // Word salad sent back is not the model's to read again: it would copy it.
+        if !(reply.babbled() && reply.correction.is_some()) {
+            messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
+        }
         // An answer the member may not read as it is: the model is told why and asked again
         // (a call written as text and cut at the token limit is a cut call, [`guard`]).
         if let Some(correction) = reply.correction.as_ref().filter(|_| reply.tool_calls.is_empty()) {

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::alive::Alive;
-use super::{Error, LiveText, Reply, ToolCall, Usage};
+use super::{Error, LiveText, Odds, Reply, ToolCall, Usage};
 
 /// How long a stream may be silent: before its first event, and between two events.
 /// Silent means no bytes at all: a ping (an SSE comment) breaks a silence, though it is no
@@ -54,6 +54,7 @@ where
     let mut text = String::new();
     let mut calls: Vec<PartialCall> = Vec::new();
     let mut usage = Usage::default();
+    let mut odds: Option<Odds> = None;
     let mut finished = false;
     let mut length = false;
     let mut wait = pace.first;
@@ -85,17 +86,28 @@ where
         let reason = choice.get("finish_reason").and_then(Value::as_str).filter(|r| !r.is_empty());
         finished |= reason.is_some();
         length |= reason == Some("length");
+        let mut so_far = odds.unwrap_or_default();
+        if so_far.add(choice) {
+            odds = Some(so_far);
+            if so_far.babble() {
+                // Word salad: no more of it is read (the server stops when the client goes).
+                return Ok(Reply { text: Some(text).filter(|t| !t.is_empty()), usage, odds, ..Reply::default() });
+            }
+        }
         let Some(delta) = choice.get("delta") else { continue };
         if let Some(piece) = delta.get("content").and_then(Value::as_str).filter(|p| !p.is_empty()) {
             text.push_str(piece);
-            let shown = hide.map_or(text.len(), |tools| super::written::shown_until(&text, tools));
-            live.send_if_modified(|live| {
-                let changed = *live != text[..shown];
-                if changed {
-                    text[..shown].clone_into(live);
-                }
-                changed
-            });
+            // With odds, nothing shows before there are enough to judge the words by.
+            if odds.is_none_or(|o| o.enough()) {
+                let shown = hide.map_or(text.len(), |tools| super::written::shown_until(&text, tools));
+                live.send_if_modified(|live| {
+                    let changed = *live != text[..shown];
+                    if changed {
+                        text[..shown].clone_into(live);
+                    }
+                    changed
+                });
+            }
         }
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
@@ -128,7 +140,7 @@ where
         .filter(|(_, c)| !c.name.is_empty())
         .map(|(i, c)| ToolCall::new(c.id.unwrap_or_else(|| format!("call_{i}")), c.name, c.arguments))
         .collect();
-    Ok(Reply { text: Some(text).filter(|t| !t.is_empty()), tool_calls, usage, ..Reply::default() }
+    Ok(Reply { text: Some(text).filter(|t| !t.is_empty()), tool_calls, usage, odds, ..Reply::default() }
         .stopped_at_length(length))
 }
 
@@ -293,5 +305,50 @@ mod tests {
         cut.cut = true;
         assert_eq!(reply.tool_calls, vec![ToolCall::new("a", "rich_send", "{\"x\": 1}"), cut]);
         assert_eq!(reply.usage, Usage { prompt: 5, completion: 9, cached: 0 });
+    }
+
+    fn scored(content: &str, logprob: f64) -> Result<Value, String> {
+        Ok(json!({"choices": [{"delta": {"content": content}, "finish_reason": null,
+            "logprobs": {"content": [{"token": content, "logprob": logprob, "bytes": [], "top_logprobs": []}]}}]}))
+    }
+
+    #[tokio::test]
+    async fn word_salad_is_cut_off_once_it_is_judged_and_never_shows_live() {
+        let (live, watch) = tokio::sync::watch::channel(String::new());
+        let mut events: Vec<Result<Value, String>> = (0..24).map(|i| scored(&format!("w{i} "), -4.5)).collect();
+        // Never read: the reply ended at the 24th token.
+        events.push(Err("never read".into()));
+        let reply = read(futures::stream::iter(events), &live, PACE, &Alive::new(), None).await.expect("a reply");
+        assert!(reply.babbled(), "{reply:?}");
+        assert_eq!(reply.odds.map(|o| o.tokens), Some(24));
+        assert!(reply.text.as_deref().is_some_and(|t| t.starts_with("w0 w1")), "{reply:?}");
+        assert_eq!(*watch.borrow(), "", "nothing showed live");
+
+        // A fluent answer shows live once its first tokens are judged, and is whole.
+        let (events, stream) = futures::channel::mpsc::unbounded::<Result<Value, String>>();
+        let (live, watch) = tokio::sync::watch::channel(String::new());
+        let reading = tokio::spawn(async move { read(stream, &live, PACE, &Alive::new(), None).await });
+        let settle = || async {
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+        };
+        for i in 0..23 {
+            events.unbounded_send(scored(&format!("w{i} "), -0.3)).expect("send");
+        }
+        settle().await;
+        assert_eq!(*watch.borrow(), "", "23 tokens are not judged yet");
+        events.unbounded_send(scored("w23 ", -0.3)).expect("send");
+        settle().await;
+        assert!(watch.borrow().ends_with("w22 w23 "), "{:?}", *watch.borrow());
+        for i in 24..30 {
+            events.unbounded_send(scored(&format!("w{i} "), -0.3)).expect("send");
+        }
+        events.unbounded_send(stop()).expect("send");
+        drop(events);
+        let reply = reading.await.expect("task").expect("a reply");
+        assert!(!reply.babbled());
+        assert_eq!(reply.odds.map(|o| o.tokens), Some(30));
+        assert!(reply.text.as_deref().is_some_and(|t| t.ends_with("w29 ")));
     }
 }

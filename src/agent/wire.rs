@@ -80,7 +80,8 @@ pub fn reply(response: &Value) -> Option<Reply> {
         })
         .unwrap_or_default();
     let usage = usage(response).unwrap_or_default();
-    Some(Reply { text, tool_calls, usage, ..Reply::default() }.stopped_at_length(length))
+    let odds = super::odds::of(choice);
+    Some(Reply { text, tool_calls, usage, odds, ..Reply::default() }.stopped_at_length(length))
 }
 
 /// The usage a response (or a stream's event) reports, if any: `usage` as OpenAI has it,

@@ -24,6 +24,11 @@ pub const SCHEDULED: &str = "Set. Tell the member in one short sentence what wil
 pub const CORRECT_EMPTY: &str = "(richbot) Your last answer was empty (notes and ids are taken out of answers). \
      Answer the member in plain words, or with a tool call.";
 
+/// Told to the model when its answer was word salad (`agent::Odds`), which it is not
+/// shown again.
+pub const CORRECT_BABBLE: &str = "(richbot) Your last answer came out garbled, so it was not posted. Answer the \
+     member's last message again: in plain, short sentences, or with a tool call.";
+
 /// Told to the model when its answer was a tool's result (richbot's JSON), copied.
 pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a tool's result, which is for you, not \
      the member. If it is an error, make the call again as it says; else tell the member in plain words.";

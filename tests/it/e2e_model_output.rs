@@ -1,10 +1,12 @@
 //! What real models send, from the scripted model against a real Synapse: the same call
 //! twice in one reply, a call cut off by the token limit, arguments that are not JSON,
-//! text before (and between) a reply's calls, streamed and not.
+//! text before (and between) a reply's calls, word salad, streamed and not.
 
 use serde_json::{Value, json};
 
-use crate::support::llm::{Step, text};
+use richbot::strings;
+
+use crate::support::llm::{Step, salad, text};
 use crate::support::{BOT, Env};
 
 fn weather(city: &str) -> Value {
@@ -270,4 +272,39 @@ async fn the_same_call_again_is_not_run_and_the_third_time_ends_the_turn_with_wh
     env.alice.say(&room, "weather in Rome?").await;
     assert!(env.wait_turns(&room, 1).await[0].0.starts_with("unfinished: the model made the same rich_edit call"));
     assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), [richbot::strings::MODEL_REPEATING]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn word_salad_is_never_posted_nor_shown_to_the_model_again_and_an_endpoint_may_refuse_the_odds() {
+    let env = Env::start().await;
+    for streamed in [true, false] {
+        if !streamed {
+            env.llm.refuse_streaming();
+        }
+        env.llm.script([salad(30), text("Lisbon is the capital of Portugal.")]);
+        let room = env.dm().await;
+        env.alice.say(&room, "Qual é a capital de Portugal?").await;
+        assert_eq!(env.wait_turns(&room, 1).await[0].0, "answered");
+        let posted = env.alice.messages_from(&room, BOT).await;
+        assert_eq!(bodies(&posted), ["Lisbon is the capital of Portugal."], "streamed {streamed}: {posted:#?}");
+        let requests = env.llm.requests();
+        let (first, again) = (&requests[requests.len() - 2], &requests[requests.len() - 1]);
+        assert_eq!(first["logprobs"], true, "the odds are asked for");
+        let sent = again["messages"].as_array().expect("messages");
+        assert!(!again["messages"].to_string().contains("Overrideumo"), "the model never reads its salad again");
+        let last = sent.last().expect("a message");
+        assert_eq!((last["role"].as_str(), last["content"].as_str()), (Some("user"), Some(strings::CORRECT_BABBLE)));
+    }
+    // An endpoint that refuses the field answers without it, now and from then on.
+    env.llm.refuse_logprobs();
+    for answer in ["Olá!", "Tudo bem."] {
+        env.llm.script([text(answer)]);
+        let room = env.dm().await;
+        env.alice.say(&room, "Olá").await;
+        assert_eq!(env.wait_turns(&room, 1).await[0].0, "answered");
+        assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), [answer]);
+    }
+    let requests = env.llm.requests();
+    let asked: Vec<bool> = requests[requests.len() - 3..].iter().map(|r| r.get("logprobs").is_some()).collect();
+    assert_eq!(asked, [true, false, false], "refused once, then never asked again");
 }

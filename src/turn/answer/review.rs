@@ -1,7 +1,9 @@
 //! What a member may read of a model's reply, decided before its text is posted: the text
 //! cleaned of copied annotations (`context::clean_answer`), and, for the turn's last
-//! reply (one without calls), four answers that are never posted as they are:
+//! reply (one without calls), five answers that are never posted as they are:
 //!
+//! - word salad, by the model's own odds (`agent::Odds`): the model is asked again, and
+//!   never shown it (it would copy it);
 //! - a call written as text that could not be read (`agent::written`): the model is told
 //!   to make the call instead;
 //! - an empty answer (nothing left once cleaned, or nothing a client would show): the
@@ -53,6 +55,14 @@ impl Review {
         let text = clean_answer(reply.text.as_deref().unwrap_or_default());
         if !reply.tool_calls.is_empty() {
             return Verdict::Show(text);
+        }
+        if reply.babbled() {
+            // Word salad: after a posted message the answer is out, and the turn ends
+            // quietly; before one, the model answers again without seeing it.
+            if posted(messages) {
+                return Verdict::Show(strings::NO_REPLY.to_owned());
+            }
+            return self.correct(strings::CORRECT_BABBLE.to_owned(), strings::COULD_NOT_ANSWER);
         }
         if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text)) {
             // The marker itself: the turn ends as any `[no reply]` does.

@@ -49,6 +49,16 @@ pub enum Step {
     /// tool call arguments as JSON" (whole), or the same error as an event of a stream
     /// answered 200 (streamed).
     Unreadable,
+    /// Text in tokens, each with the log-probability the model gave it (`logprobs`), as
+    /// llama.cpp and OpenAI report them: one token a chunk (streamed), or all of them in
+    /// the choice (whole).
+    Scored(Vec<(String, f64)>),
+}
+
+/// `n` tokens of word salad, each as unlikely as a lost small model makes them.
+pub fn salad(n: usize) -> Step {
+    let words = ["antonopoulos)", " WebSite", " comp.lang", ".Overrideumo", " Bayern", " Sachs0]oute", "ça500an"];
+    Step::Scored((0..n).map(|i| (words[i % words.len()].to_owned(), -5.0)).collect())
 }
 
 pub fn call(name: &str, args: Value) -> Step {
@@ -80,6 +90,8 @@ struct Shared {
     models: Arc<Mutex<Option<Vec<String>>>>,
     /// The `Authorization` header of each chat request, in order.
     auth: Arc<Mutex<Vec<Option<String>>>>,
+    /// Refuse requests that ask for `logprobs` with a 400, as some endpoints do.
+    no_logprobs: Arc<Mutex<bool>>,
 }
 
 pub struct FakeLlm {
@@ -120,6 +132,10 @@ impl FakeLlm {
     }
 
     /// When (wall clock, ms) each stream sent its first piece of text, in order.
+    pub fn refuse_logprobs(&self) {
+        *self.shared.no_logprobs.lock().expect("lock") = true;
+    }
+
     pub fn first_pieces(&self) -> Vec<i64> {
         self.shared.first_pieces.lock().expect("lock").clone()
     }
@@ -214,6 +230,10 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
     let _counted = InFlight::new(&shared.in_flight);
     if request.get("stream").and_then(Value::as_bool) == Some(true) && *shared.no_streaming.lock().expect("lock") {
         let body = json!({"error": {"message": "stream is not supported", "type": "invalid_request_error", "param": "stream", "code": null}});
+        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+    }
+    if request.get("logprobs").is_some() && *shared.no_logprobs.lock().expect("lock") {
+        let body = json!({"error": {"message": "logprobs is not supported with this model", "type": "invalid_request_error", "param": "logprobs", "code": null}});
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
     }
     if let Some(bad) = unparsable_history(&request) {
@@ -349,6 +369,28 @@ async fn answer(step: Step, usage: (u64, u64, u64), streaming: bool, first: &Arc
                 let mut events = vec![": ping\n\n".to_owned(); pings];
                 events.push(chunk(json!({"role": "assistant", "content": t})));
                 return sse(events, every, usage, End::Finished("stop"), None);
+            }
+            Step::Scored(tokens) if streaming => {
+                let events = tokens
+                    .iter()
+                    .map(|(token, logprob)| {
+                        let c = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+                            "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": null,
+                                "logprobs": {"content": [{"token": token, "logprob": logprob, "bytes": [], "top_logprobs": []}]}}]});
+                        format!("data: {c}\n\n")
+                    })
+                    .collect();
+                return sse(events, Duration::ZERO, usage, End::Finished("stop"), None);
+            }
+            Step::Scored(tokens) => {
+                let text: String = tokens.iter().map(|(t, _)| t.as_str()).collect();
+                let content: Vec<Value> = tokens
+                    .iter()
+                    .map(|(t, l)| json!({"token": t, "logprob": l, "bytes": [], "top_logprobs": []}))
+                    .collect();
+                let mut body = completion(json!({"role": "assistant", "content": text}), "stop", usage);
+                body["choices"][0]["logprobs"] = json!({"content": content});
+                return Json(body).into_response();
             }
             Step::Text(t) if streaming => {
                 let pieces = [chunk(json!({"role": "assistant", "content": ""})), chunk(json!({"content": t}))];

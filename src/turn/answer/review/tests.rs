@@ -206,3 +206,29 @@ fn silence_chosen_after_a_correction_with_nothing_posted_is_the_honest_sentence(
     // Without a correction, the marker is the model's to give ("ok" needs no answer).
     assert_eq!(Review::default().judge(&reply("[no reply]"), &[asked], &tools()), Verdict::Show("[no reply]".into()));
 }
+
+#[test]
+fn word_salad_is_asked_again_before_anything_is_out_and_ends_the_turn_quietly_after() {
+    let salad = |mean: f64| Reply {
+        odds: Some(crate::agent::Odds { tokens: 30, sum: 30.0 * mean }),
+        ..reply("antonopoulos) WebSite comp.lang.Overrideumo Bayern Sachs0]outeça500an")
+    };
+    let review = Review::default();
+    let asked = [Message::User("@alice:x: What's the weather in Porto?".into())];
+    assert_eq!(review.judge(&salad(-4.7), &asked, &tools()), Verdict::Correct(strings::CORRECT_BABBLE.into()));
+    // The same words, likely by the model's odds (a made-up language it was asked for), are shown.
+    let likely = salad(-0.9);
+    assert!(matches!(review.judge(&likely, &asked, &tools()), Verdict::Show(_)));
+    assert_eq!(review.judge(&salad(-4.7), &asked, &tools()), Verdict::Correct(strings::CORRECT_BABBLE.into()));
+    assert_eq!(
+        review.judge(&salad(-4.7), &asked, &tools()),
+        Verdict::Replace(strings::COULD_NOT_ANSWER.into()),
+        "after the turn's corrections, the member reads one honest sentence"
+    );
+    let out = [
+        Message::User("@alice:x: A table of the planets".into()),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+        Message::Tool { call_id: "c".into(), content: json!({"event_id": "$t"}).to_string() },
+    ];
+    assert_eq!(review.judge(&salad(-6.0), &out, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+}

@@ -1,0 +1,111 @@
+//! How likely the model found its own words: the token log-probabilities an endpoint
+//! reports when asked (`logprobs: true`), summed per reply.
+//!
+//! Why: a small local model now and then loses its thread and writes word salad
+//! (`antonopoulos) WebSite comp.lang.Overrideumo`, Qwen2.5-Coder-1.5B on llama.cpp, most
+//! often right after a tool result). Posted, the salad is also shown back to the model as
+//! the persona's own earlier answer, and every later answer copies it. No test of the
+//! text tells salad from an answer in several languages or a made-up word; the model's
+//! own odds do. Measured on that model with Qwen's recommended sampling: its answers
+//! average -0.03 (one sentence in Portuguese) to -0.92 (a surreal poem) per token, and
+//! -1.35 at temperature 3; salad, -4.7 and below. A reply whose mean is under
+//! [`BABBLE_MEAN`] over at least [`MIN_TOKENS`] tokens is babble: it is cut off as soon
+//! as it is, never shown, and the model is asked again without it (`turn::answer::review`).
+//!
+//! An endpoint that reports no log-probabilities leaves a reply's odds unknown, and
+//! nothing is judged; one that refuses the field is not asked for it again (`llm.rs`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Tokens a reply needs before its odds say anything (and before it shows live, when
+/// odds come: a few tokens at any mean prove nothing).
+pub const MIN_TOKENS: u32 = 24;
+
+/// The mean log-probability per token under which a reply is babble: e^-2.5, about one
+/// chance in twelve for every token, where a fluent answer averages better than one in
+/// three.
+pub const BABBLE_MEAN: f64 = -2.5;
+
+/// The log-probabilities of a reply's tokens, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Odds {
+    pub tokens: u32,
+    pub sum: f64,
+}
+
+impl Odds {
+    /// Adds the tokens of one choice (a streamed chunk's, or a whole answer's):
+    /// `choice.logprobs.content[].logprob`, as OpenAI, vLLM and llama.cpp report them.
+    /// Returns whether the choice had any.
+    pub fn add(&mut self, choice: &Value) -> bool {
+        let Some(tokens) = choice.pointer("/logprobs/content").and_then(Value::as_array) else { return false };
+        let mut any = false;
+        for logprob in tokens.iter().filter_map(|t| t.get("logprob").and_then(Value::as_f64)) {
+            // A server's "impossible" (-inf as -9999 or a huge negative) counts as very
+            // unlikely, not as the whole sum.
+            self.sum += logprob.clamp(-30.0, 0.0);
+            self.tokens += 1;
+            any = true;
+        }
+        any
+    }
+
+    /// The mean log-probability per token (0 with none).
+    pub fn mean(&self) -> f64 {
+        if self.tokens == 0 { 0.0 } else { self.sum / f64::from(self.tokens) }
+    }
+
+    /// Whether enough tokens came to judge them.
+    pub fn enough(&self) -> bool {
+        self.tokens >= MIN_TOKENS
+    }
+
+    /// Word salad: enough tokens, too unlikely on average.
+    pub fn babble(&self) -> bool {
+        self.enough() && self.mean() < BABBLE_MEAN
+    }
+}
+
+/// The odds of `choice`'s tokens, if it reports any.
+pub fn of(choice: &Value) -> Option<Odds> {
+    let mut odds = Odds::default();
+    odds.add(choice).then_some(odds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn choice(logprobs: &[f64]) -> Value {
+        let content: Vec<Value> =
+            logprobs.iter().map(|l| json!({"token": "x", "logprob": l, "bytes": [120]})).collect();
+        json!({"index": 0, "delta": {"content": "x"}, "logprobs": {"content": content}})
+    }
+
+    #[test]
+    fn fluent_text_is_not_babble_and_word_salad_is_once_there_is_enough_of_it() {
+        let mut fluent = Odds::default();
+        for _ in 0..40 {
+            fluent.add(&choice(&[-0.02, -0.9, -0.1]));
+        }
+        assert!(!fluent.babble(), "{fluent:?}");
+        let mut salad = Odds::default();
+        salad.add(&choice(&[-5.0; 23]));
+        assert!(!salad.babble(), "23 tokens are not enough to judge");
+        salad.add(&choice(&[-4.0]));
+        assert!(salad.babble(), "{salad:?}");
+        assert!((salad.mean() - (-119.0 / 24.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_choice_without_log_probabilities_says_nothing() {
+        assert_eq!(of(&json!({"delta": {"content": "x"}})), None);
+        assert_eq!(of(&json!({"delta": {"content": "x"}, "logprobs": null})), None);
+        assert_eq!(of(&json!({"logprobs": {"content": []}})), None);
+        assert_eq!(of(&choice(&[-0.5])), Some(Odds { tokens: 1, sum: -0.5 }));
+        // -inf as servers write it counts as very unlikely, bounded.
+        assert_eq!(of(&choice(&[-9999.0])), Some(Odds { tokens: 1, sum: -30.0 }));
+    }
+}
