@@ -234,6 +234,9 @@ impl Llm {
         let mut body = wire::request(&self.model, self.max_tokens, messages, tools, stream);
         if self.odds.load(std::sync::atomic::Ordering::Relaxed) {
             body["logprobs"] = Value::Bool(true);
+            // One alternative a token, the fewest that still asks: llama.cpp sends twenty
+            // unless told (about 2 KB a token), and takes 0 as no log-probabilities at all.
+            body["top_logprobs"] = Value::from(1);
         }
         body
     }

@@ -283,9 +283,16 @@ fn parse_calls(c: &Candidate<'_>, tools: &[ToolSpec], text: &str) -> Option<Vec<
         {
             out.push(call);
         } else if (c.alone || c.wrapped) && bare_payload(item) && tools.iter().any(|t| t.name == RICH_SEND) {
-            // A rich message's payload alone (`{"blocks": […]}`): its call, the fallback
-            // made from the blocks when it is run.
-            out.push((RICH_SEND.to_owned(), serde_json::json!({"payload": item})));
+            // A rich message's payload alone (`{"blocks": […]}`), maybe with its fallback
+            // beside the blocks (`{"blocks": […], "fallback": "…"}`): its call, the
+            // fallback made from the blocks when it is run if it has none.
+            let mut payload = item.clone();
+            let fallback = payload.as_object_mut().and_then(|o| o.remove("fallback"));
+            let mut arguments = serde_json::json!({"payload": payload});
+            if let Some(fallback) = fallback {
+                arguments["fallback"] = fallback;
+            }
+            out.push((RICH_SEND.to_owned(), arguments));
         } else {
             return Some(Vec::new());
         }
@@ -318,11 +325,13 @@ fn named_call(item: &Value) -> Option<(String, Value)> {
 const RICH_SEND: &str = "rich_send";
 
 /// Whether `item` is a rich message's payload (`{"v": 1, "blocks": […]}`) with nothing
-/// else: what `rich_send` takes as `payload`.
+/// else but maybe its fallback (`"fallback": "…"`, as small models flatten `rich_send`'s
+/// arguments): what `rich_send` takes.
 fn bare_payload(item: &Value) -> bool {
     item.as_object().is_some_and(|o| {
         o.get("blocks").and_then(Value::as_array).is_some_and(|b| b.iter().all(|b| b.get("type").is_some()))
-            && o.keys().all(|k| k == "v" || k == "blocks")
+            && o.get("fallback").is_none_or(Value::is_string)
+            && o.keys().all(|k| k == "v" || k == "blocks" || k == "fallback")
     })
 }
 

@@ -71,3 +71,11 @@ pub(super) fn pickle_key(encryption: &Encryption, found: &mut Found<'_>) -> Opti
         }
     }
 }
+
+impl Encryption {
+    pub(super) fn problems(&self, problems: &mut Vec<String>) {
+        if self.wait_for_key_secs == 0 {
+            problems.push("encryption.wait_for_key_secs: must be at least 1".to_owned());
+        }
+    }
+}

@@ -70,3 +70,33 @@ impl Default for BudgetConfig {
         Self { cached_token_weight: 1.0, audio_seconds_per_day: 1800 }
     }
 }
+
+impl Limits {
+    pub(super) fn problems(&self, problems: &mut Vec<String>) {
+        for (key, value) in [
+            ("turns_per_room_per_minute", u64::from(self.turns_per_room_per_minute)),
+            ("turns_per_user_per_minute", u64::from(self.turns_per_user_per_minute)),
+            ("tool_calls_per_round", u64::from(self.tool_calls_per_round)),
+            ("writes_per_turn", u64::from(self.writes_per_turn)),
+            ("turn_deadline_secs", self.turn_deadline_secs),
+            ("mcp_tools_per_server", self.mcp_tools_per_server as u64),
+            ("rooms_per_inviter", self.rooms_per_inviter),
+            ("rooms_total", self.rooms_total),
+        ] {
+            if value == 0 {
+                problems.push(format!("limits.{key}: must be at least 1"));
+            }
+        }
+    }
+}
+
+impl BudgetConfig {
+    pub(super) fn problems(&self, problems: &mut Vec<String>) {
+        let weight = self.cached_token_weight;
+        if !(0.0..=1.0).contains(&weight) {
+            problems.push(format!(
+                "budget.cached_token_weight: must be from 0 to 1 (a cached token costs at most a fresh one), not {weight}"
+            ));
+        }
+    }
+}

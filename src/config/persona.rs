@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use regex::Regex;
+use ruma::api::appservice::Registration;
 use serde::Deserialize;
 
 #[derive(Clone, Deserialize)]
@@ -55,5 +57,51 @@ impl std::fmt::Debug for Persona {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .finish_non_exhaustive()
+    }
+}
+
+impl Persona {
+    /// The one persona of a config that lists none: the registration's own sender.
+    pub(super) fn sender(localpart: &str) -> Self {
+        Self {
+            localpart: localpart.to_owned(),
+            display_name: Some("richbot".to_owned()),
+            system_prompt: None,
+            greeting: None,
+            tools: None,
+            model: None,
+            base_url: None,
+            api_key: None,
+            api_key_file: None,
+            max_tokens: None,
+            vision: None,
+            text_tool_calls: None,
+            transcription: None,
+            voice_replies: false,
+        }
+    }
+}
+
+/// Each persona's localpart: a valid one, inside the registration's user namespace (or
+/// its sender), and listed once.
+pub(super) fn problems(personas: &[Persona], reg: &Registration, server_name: &str, problems: &mut Vec<String>) {
+    let namespace: Vec<Regex> = reg.namespaces.users.iter().filter_map(|ns| Regex::new(&ns.regex).ok()).collect();
+    for (i, p) in personas.iter().enumerate() {
+        let user = format!("@{}:{server_name}", p.localpart);
+        let ours = p.localpart == reg.sender_localpart || namespace.iter().any(|re| re.is_match(&user));
+        if ruma::UserId::parse(&user).is_err() {
+            problems.push(format!("personas[{i}].localpart: \"{}\" is not a valid Matrix localpart", p.localpart));
+        } else if !ours {
+            problems.push(format!(
+                "personas[{i}].localpart: {user} is outside the registration's user namespace ({})",
+                reg.namespaces.users.iter().map(|n| n.regex.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, p) in personas.iter().enumerate() {
+        if !seen.insert(&p.localpart) {
+            problems.push(format!("personas[{i}].localpart: \"{}\" is listed twice", p.localpart));
+        }
     }
 }

@@ -1,4 +1,7 @@
 //! The sections of the config file, as read: one struct per `[section]`, with defaults.
+//! Each checks itself (`checks`): one line per problem, naming its key.
+
+mod checks;
 
 use std::path::PathBuf;
 

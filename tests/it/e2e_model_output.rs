@@ -289,7 +289,7 @@ async fn word_salad_is_never_posted_nor_shown_to_the_model_again_and_an_endpoint
         assert_eq!(bodies(&posted), ["Lisbon is the capital of Portugal."], "streamed {streamed}: {posted:#?}");
         let requests = env.llm.requests();
         let (first, again) = (&requests[requests.len() - 2], &requests[requests.len() - 1]);
-        assert_eq!(first["logprobs"], true, "the odds are asked for");
+        assert_eq!((&first["logprobs"], &first["top_logprobs"]), (&json!(true), &json!(1)), "the odds are asked for");
         let sent = again["messages"].as_array().expect("messages");
         assert!(!again["messages"].to_string().contains("Overrideumo"), "the model never reads its salad again");
         let last = sent.last().expect("a message");

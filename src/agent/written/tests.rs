@@ -185,6 +185,22 @@ fn a_payload_written_alone_is_a_rich_message() {
 }
 
 #[test]
+fn a_payload_with_its_fallback_beside_the_blocks_is_a_rich_message() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07): rich_send's arguments
+    // flattened, in a bare fence, for a table, a chart and a countdown alike.
+    let text = "```\n{\n  \"blocks\": [\n    {\n      \"type\": \"table\",\n      \"columns\": [\"Language\", \"Framework\"],\n      \"rows\": [\n        [\"Python\", \"Flask\"],\n        [\"Rust\", \"Rocket\"]\n      ]\n    }\n  ],\n  \"fallback\": \"Compare Python, Rust and Go for web backends in a table.\"\n}\n```";
+    let (named, rest) = calls(text);
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert_eq!(named[0].0, "rich_send");
+    assert_eq!(named[0].1["payload"]["blocks"][0]["type"], "table");
+    assert_eq!(named[0].1["payload"].get("fallback"), None, "the fallback is an argument, not the payload's");
+    assert_eq!(named[0].1["fallback"], "Compare Python, Rust and Go for web backends in a table.");
+    assert_eq!(rest, None);
+    // A fallback that is no text is no rich message's.
+    assert_eq!(read("{\"blocks\": [{\"type\": \"x\"}], \"fallback\": 1}", &tools(), 1), Read::Prose);
+}
+
+#[test]
 fn a_rich_messages_arguments_without_a_fallback_are_its_call() {
     // Qwen, asked for a countdown: rich_send's arguments alone, with no fallback.
     let text = "{ \"reply_to\": \"$q\", \"payload\": { \"v\": 1, \"blocks\": [ { \"type\": \"countdown\", \"until\": \"2027-01-01T00:00:00Z\" } ] } }";
