@@ -10,8 +10,9 @@
 //!   model is told to answer in words;
 //! - a promise no tool kept (`promises`): the model is told which tool keeps it;
 //! - a tool's result copied into the answer (small models repeat an error they got, and
-//!   then their own answer that did), or made up in its shape (`{"event_id": "null"}`):
-//!   the model is told it is for it, not the member.
+//!   then their own answer that did), retold ("There was an issue with the payload…"),
+//!   or made up in its shape (`{"event_id": "null"}`): the model is told it is for it,
+//!   not the member.
 //!
 //! Each goes back to the model as a correction, within the turn's rounds, at most
 //! [`CORRECTIONS`] times a turn; after that the member reads one honest sentence instead.
@@ -136,7 +137,19 @@ fn copies_a_result(answer: &str, messages: &[Message]) -> bool {
         .next()
         .and_then(Result::ok)
         .is_some_and(|v| v.get("error").is_some() && (v.get("code").is_some() || v.get("path").is_some()));
-    copied || error || imitates_a_result(answer)
+    copied || error || imitates_a_result(answer) || retells_an_error(answer, messages)
+}
+
+/// Whether `answer` retells a tool error of this turn to the member: it speaks of the
+/// payload, which only the model writes ("There was an issue with the payload for the
+/// `weather` block … Please correct it.", Qwen2.5-Coder-1.5B after its `"temp": "23°C"`
+/// was refused), and a call failed this turn. Left to stand, later answers copy it for
+/// any question.
+fn retells_an_error(answer: &str, messages: &[Message]) -> bool {
+    static PAYLOAD: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\bpayloads?\b").expect("a valid regex"));
+    let failed = messages.iter().any(|m| matches!(m, Message::Tool { content, .. } if error_of(content).is_some()));
+    failed && PAYLOAD.is_match(answer)
 }
 
 /// The error message of a tool result, if it is an error.

@@ -232,3 +232,27 @@ fn word_salad_is_asked_again_before_anything_is_out_and_ends_the_turn_quietly_af
     ];
     assert_eq!(review.judge(&salad(-6.0), &out, &tools()), Verdict::Show(strings::NO_REPLY.into()));
 }
+
+#[test]
+fn a_tool_error_retold_to_the_member_goes_back_and_a_payload_spoken_of_otherwise_is_shown() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07): its written weather call
+    // was refused for `"temp": "23°C"`, and it told the member to fix it.
+    let retold = "There was an issue with the payload for the `weather` block. The temperature should be an \
+                  integer or decimal string. Please correct it to a valid number.";
+    let failed = [
+        Message::User("@alice:x: What's the weather like in Porto today?".into()),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+        Message::Tool {
+            call_id: "c".into(),
+            content:
+                json!({"error": "blocks[0].temp: must be an integer or a decimal string", "code": "invalid_payload"})
+                    .to_string(),
+        },
+    ];
+    let review = Review::default();
+    assert_eq!(review.judge(&reply(retold), &failed, &tools()), Verdict::Correct(strings::CORRECT_TOOL_RESULT.into()));
+    // With no call failed, a payload is the member's subject (an HTTP question).
+    let asked = [Message::User("@alice:x: What is a JSON payload?".into())];
+    let answer = "A payload is the data a request carries, such as a JSON object in a POST body.";
+    assert_eq!(review.judge(&reply(answer), &asked, &tools()), Verdict::Show(answer.into()));
+}
