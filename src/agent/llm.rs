@@ -18,7 +18,8 @@
 //! refused again. A 400 or 422 to a streamed request (or a body that is no event stream)
 //! that the same request unstreamed does not get means the endpoint cannot stream, which
 //! is remembered. So is a 400 or 422 about `logprobs` (asked for with every answer,
-//! `odds.rs`): the request is made again without, and so are all later ones.
+//! `odds.rs`): the request is made again asking llama.cpp's way (`n_probs`), or without,
+//! and so are all later ones.
 
 use std::time::Duration;
 
@@ -108,9 +109,9 @@ pub struct Llm {
     pub(super) text_tool_calls: bool,
     /// Whether the endpoint is asked for structured output (`fill.rs`): until it refuses.
     pub(super) structured: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Whether answers come with their tokens' log-probabilities (`odds.rs`): until the
-    /// endpoint refuses them.
-    odds: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// How answers are asked for their tokens' log-probabilities (`odds.rs`), as the
+    /// endpoint takes them.
+    odds: std::sync::Arc<super::odds::Asking>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -150,7 +151,7 @@ impl Llm {
             calls: std::sync::Arc::new(tokio::sync::Semaphore::new(DEFAULT_CONCURRENCY)),
             text_tool_calls: true,
             structured: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
-            odds: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            odds: std::sync::Arc::default(),
         }
     }
 
@@ -232,12 +233,7 @@ impl Llm {
     /// the endpoint takes that.
     fn body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
         let mut body = wire::request(&self.model, self.max_tokens, messages, tools, stream);
-        if self.odds.load(std::sync::atomic::Ordering::Relaxed) {
-            body["logprobs"] = Value::Bool(true);
-            // One alternative a token, the fewest that still asks: llama.cpp sends twenty
-            // unless told (about 2 KB a token), and takes 0 as no log-probabilities at all.
-            body["top_logprobs"] = Value::from(1);
-        }
+        self.odds.ask(&mut body);
         body
     }
 
@@ -269,17 +265,14 @@ impl Llm {
         tools: &[ToolSpec],
         live: &LiveText,
     ) -> Result<Reply, Error> {
-        let answer = match self.asked(messages, tools, live).await {
-            Err(Error::Refused(status @ (400 | 422), why))
-                if self.odds.load(std::sync::atomic::Ordering::Relaxed)
-                    && why.to_ascii_lowercase().contains("logprob") =>
-            {
-                tracing::warn!(status, why, "the LLM endpoint refused log-probabilities; not asking for them again");
-                self.odds.store(false, std::sync::atomic::Ordering::Relaxed);
-                self.asked(messages, tools, live).await
-            }
-            answer => answer,
-        };
+        let mut answer = self.asked(messages, tools, live).await;
+        // Refused for the odds: asked again the next way (at most twice, then without).
+        while let Err(Error::Refused(status @ (400 | 422), why)) = &answer
+            && self.odds.refused(why)
+        {
+            tracing::warn!(status, why, "the LLM endpoint refused log-probabilities as asked; asking another way");
+            answer = self.asked(messages, tools, live).await;
+        }
         match answer {
             Err(Error::Unreadable(why)) => {
                 tracing::warn!(base_url = %self.base_url, why, "the model server could not read the model's tool call; asking the model for a shorter one");

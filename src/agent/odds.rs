@@ -13,7 +13,10 @@
 //! as it is, never shown, and the model is asked again without it (`turn::answer::review`).
 //!
 //! An endpoint that reports no log-probabilities leaves a reply's odds unknown, and
-//! nothing is judged; one that refuses the field is not asked for it again (`llm.rs`).
+//! nothing is judged; one that refuses them is asked another way, or not at all
+//! ([`Asking`]).
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -67,6 +70,45 @@ impl Odds {
     }
 }
 
+/// How an endpoint is asked for the odds, shared by every clone of its client: OpenAI's
+/// way (`logprobs`, one alternative a token: llama.cpp sends twenty unless told, about
+/// 2 KB a token, and takes `top_logprobs: 0` as none at all); then llama.cpp's own
+/// `n_probs`, once the endpoint refused the first (its server refuses `logprobs` with
+/// tools and streaming, "logprobs is not supported with tools + stream", and reports
+/// `n_probs` there in the same shape); then not at all, once it refused that too.
+#[derive(Debug, Default)]
+pub struct Asking(AtomicU8);
+
+impl Asking {
+    /// Adds the asking to a request `body`.
+    pub fn ask(&self, body: &mut Value) {
+        match self.0.load(Ordering::Relaxed) {
+            0 => {
+                body["logprobs"] = Value::Bool(true);
+                body["top_logprobs"] = Value::from(1);
+            }
+            1 => body["n_probs"] = Value::from(1),
+            _ => {}
+        }
+    }
+
+    /// After the endpoint refused a request saying `why`: whether it refused the asking
+    /// (then the next way is used from now on, and the request is to be made again).
+    pub fn refused(&self, why: &str) -> bool {
+        let why = why.to_ascii_lowercase();
+        let now = self.0.load(Ordering::Relaxed);
+        let theirs = match now {
+            0 => why.contains("logprob"),
+            1 => why.contains("n_probs"),
+            _ => false,
+        };
+        if theirs {
+            self.0.store(now + 1, Ordering::Relaxed);
+        }
+        theirs
+    }
+}
+
 /// The odds of `choice`'s tokens, if it reports any.
 pub fn of(choice: &Value) -> Option<Odds> {
     let mut odds = Odds::default();
@@ -97,6 +139,24 @@ mod tests {
         salad.add(&choice(&[-4.0]));
         assert!(salad.babble(), "{salad:?}");
         assert!((salad.mean() - (-119.0 / 24.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_endpoint_that_refuses_the_odds_is_asked_llama_cpps_way_then_not_at_all() {
+        let asking = Asking::default();
+        let asked = |a: &Asking| {
+            let mut body = json!({});
+            a.ask(&mut body);
+            body
+        };
+        assert_eq!(asked(&asking), json!({"logprobs": true, "top_logprobs": 1}));
+        assert!(!asking.refused("Unknown model: x"), "another refusal is not about the odds");
+        assert!(asking.refused("logprobs is not supported with tools + stream"));
+        assert_eq!(asked(&asking), json!({"n_probs": 1}));
+        assert!(!asking.refused("logprobs is not supported with tools + stream"), "asked so once only");
+        assert!(asking.refused("Unrecognized request argument supplied: n_probs"));
+        assert_eq!(asked(&asking), json!({}));
+        assert!(!asking.refused("Unrecognized request argument supplied: n_probs"));
     }
 
     #[test]

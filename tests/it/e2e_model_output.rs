@@ -295,8 +295,16 @@ async fn word_salad_is_never_posted_nor_shown_to_the_model_again_and_an_endpoint
         let last = sent.last().expect("a message");
         assert_eq!((last["role"].as_str(), last["content"].as_str()), (Some("user"), Some(strings::CORRECT_BABBLE)));
     }
-    // An endpoint that refuses the field answers without it, now and from then on.
-    env.llm.refuse_logprobs();
+    // llama.cpp's server refuses `logprobs` with tools and streaming, and takes its own
+    // `n_probs`: salad is caught there too.
+    env.llm.refuse_logprobs("logprobs is not supported with tools + stream");
+    env.llm.script([salad(30), text("Lisboa.")]);
+    let room = env.dm().await;
+    env.alice.say(&room, "Qual é a capital de Portugal?").await;
+    assert_eq!(env.wait_turns(&room, 1).await[0].0, "answered");
+    assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), ["Lisboa."]);
+    // An endpoint that refuses both answers without them, now and from then on.
+    env.llm.refuse_n_probs();
     for answer in ["Olá!", "Tudo bem."] {
         env.llm.script([text(answer)]);
         let room = env.dm().await;
@@ -305,6 +313,10 @@ async fn word_salad_is_never_posted_nor_shown_to_the_model_again_and_an_endpoint
         assert_eq!(bodies(&env.alice.messages_from(&room, BOT).await), [answer]);
     }
     let requests = env.llm.requests();
-    let asked: Vec<bool> = requests[requests.len() - 3..].iter().map(|r| r.get("logprobs").is_some()).collect();
-    assert_eq!(asked, [true, false, false], "refused once, then never asked again");
+    let asked: Vec<(bool, Option<i64>)> = requests[requests.len() - 6..]
+        .iter()
+        .map(|r| (r.get("logprobs").is_some(), r.get("n_probs").and_then(Value::as_i64)))
+        .collect();
+    let (openai, llama, none) = ((true, None), (false, Some(1)), (false, None));
+    assert_eq!(asked, [openai, llama, llama, llama, none, none], "each way refused once, then never asked again");
 }

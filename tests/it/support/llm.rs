@@ -90,8 +90,12 @@ struct Shared {
     models: Arc<Mutex<Option<Vec<String>>>>,
     /// The `Authorization` header of each chat request, in order.
     auth: Arc<Mutex<Vec<Option<String>>>>,
-    /// Refuse requests that ask for `logprobs` with a 400, as some endpoints do.
-    no_logprobs: Arc<Mutex<bool>>,
+    /// Refuse requests that ask for `logprobs` with a 400 saying this, as some endpoints
+    /// do (llama.cpp's server when the request has tools and streams).
+    no_logprobs: Arc<Mutex<Option<String>>>,
+    /// Refuse requests with llama.cpp's own `n_probs`, as strict endpoints refuse any
+    /// field they do not know.
+    no_n_probs: Arc<Mutex<bool>>,
 }
 
 pub struct FakeLlm {
@@ -132,8 +136,12 @@ impl FakeLlm {
     }
 
     /// When (wall clock, ms) each stream sent its first piece of text, in order.
-    pub fn refuse_logprobs(&self) {
-        *self.shared.no_logprobs.lock().expect("lock") = true;
+    pub fn refuse_logprobs(&self, message: &str) {
+        *self.shared.no_logprobs.lock().expect("lock") = Some(message.to_owned());
+    }
+
+    pub fn refuse_n_probs(&self) {
+        *self.shared.no_n_probs.lock().expect("lock") = true;
     }
 
     pub fn first_pieces(&self) -> Vec<i64> {
@@ -232,8 +240,13 @@ async fn complete(State(shared): State<Shared>, headers: HeaderMap, Json(request
         let body = json!({"error": {"message": "stream is not supported", "type": "invalid_request_error", "param": "stream", "code": null}});
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
     }
-    if request.get("logprobs").is_some() && *shared.no_logprobs.lock().expect("lock") {
-        let body = json!({"error": {"message": "logprobs is not supported with this model", "type": "invalid_request_error", "param": "logprobs", "code": null}});
+    let refusal = shared.no_logprobs.lock().expect("lock").clone().filter(|_| request.get("logprobs").is_some());
+    let refusal = refusal.or_else(|| {
+        (request.get("n_probs").is_some() && *shared.no_n_probs.lock().expect("lock"))
+            .then(|| "Unrecognized request argument supplied: n_probs".to_owned())
+    });
+    if let Some(message) = refusal {
+        let body = json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}});
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
     }
     if let Some(bad) = unparsable_history(&request) {
