@@ -290,8 +290,11 @@ pub async fn run_loop<L: Complete, R: ToolRunner + Sync>(
             Err(e) => return (Err(e), messages),
         };
         usage.add(reply.usage);
-        // Word salad sent back is not the model's to read again: it would copy it.
-        if !(reply.babbled() && reply.correction.is_some()) {
+        // Word salad sent back is not the model's to read again (it would copy it), nor is
+        // an answer of nothing (an assistant turn with neither text nor calls is refused
+        // by some endpoints).
+        let unsaid = reply.tool_calls.is_empty() && reply.text.as_deref().is_none_or(|t| t.trim().is_empty());
+        if !((reply.babbled() || unsaid) && reply.correction.is_some()) {
             messages.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
         }
         // An answer the member may not read as it is: the model is told why and asked again

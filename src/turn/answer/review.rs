@@ -6,8 +6,9 @@
 //!   never shown it (it would copy it);
 //! - a call written as text that could not be read (`agent::written`): the model is told
 //!   to make the call instead;
-//! - an empty answer (nothing left once cleaned, or nothing a client would show): the
-//!   model is told to answer in words;
+//! - an empty answer (nothing left once cleaned, or nothing a client would show; or no
+//!   text at all after a call did something and nothing was posted): the model is told
+//!   to answer in words;
 //! - a promise no tool kept (`promises`): the model is told which tool keeps it;
 //! - a tool's result copied into the answer (small models repeat an error they got, and
 //!   then their own answer that did), retold ("There was an issue with the payload…"),
@@ -64,6 +65,15 @@ impl Review {
                 return Verdict::Show(strings::NO_REPLY.to_owned());
             }
             return self.correct(strings::CORRECT_BABBLE.to_owned(), strings::COULD_NOT_ANSWER);
+        }
+        if reply.text.as_deref().is_none_or(|t| t.trim().is_empty()) && !posted(messages) && succeeded(messages) {
+            // Nothing at all, after a call did something this turn (a reminder set): the
+            // member would not hear of it. Asked again; if it still says nothing, nothing
+            // is posted (an honest "I couldn't" would be false: the call was made).
+            return match self.correct(strings::CORRECT_EMPTY.to_owned(), "") {
+                Verdict::Replace(_) => Verdict::Show(String::new()),
+                correct => correct,
+            };
         }
         if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text)) {
             // The marker itself: the turn ends as any `[no reply]` does.
@@ -247,6 +257,11 @@ pub(in crate::turn) fn posted(messages: &[Message]) -> bool {
             .is_ok_and(|v| v.get("event_id").is_some() && v.get("error").is_none()),
         _ => false,
     })
+}
+
+/// Whether a call of this turn did what it was asked (a result that is no error).
+fn succeeded(messages: &[Message]) -> bool {
+    messages.iter().any(|m| matches!(m, Message::Tool { content, .. } if error_of(content).is_none()))
 }
 
 /// Whether richbot sent an answer of this turn back to the model (a correction is in

@@ -256,3 +256,25 @@ fn a_tool_error_retold_to_the_member_goes_back_and_a_payload_spoken_of_otherwise
     let answer = "A payload is the data a request carries, such as a JSON object in a POST body.";
     assert_eq!(review.judge(&reply(answer), &asked, &tools()), Verdict::Show(answer.into()));
 }
+
+#[test]
+fn nothing_at_all_after_a_call_that_did_something_is_asked_again_then_left_unsaid() {
+    // The Qwen lane (2026-12-07): the reminder set, the model's answer was one token, the end.
+    let set = [
+        Message::User("@alice:x: Remind me in 30 seconds to stretch.".into()),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "schedule", "{}")] },
+        Message::Tool { call_id: "c".into(), content: json!({"id": 1, "next_times": []}).to_string() },
+    ];
+    let review = Review::default();
+    for _ in 0..CORRECTIONS {
+        assert_eq!(review.judge(&Reply::default(), &set, &tools()), Verdict::Correct(strings::CORRECT_EMPTY.into()));
+    }
+    assert_eq!(
+        review.judge(&Reply::default(), &set, &tools()),
+        Verdict::Show(String::new()),
+        "never a false 'I couldn't'"
+    );
+    // Nothing done, nothing said: as before, nothing posted.
+    let asked = [Message::User("@alice:x: ok".into())];
+    assert_eq!(Review::default().judge(&Reply::default(), &asked, &tools()), Verdict::Show(String::new()));
+}
