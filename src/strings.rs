@@ -2,7 +2,9 @@
 //! messages go out as `m.notice`, which bots (richbot included) never answer. What
 //! richbot tells the model (its corrections) is in `model`.
 
+mod echo;
 mod model;
+pub use echo::repeats_richbot;
 pub use model::*;
 
 /// What the model says when its rich message said it all.

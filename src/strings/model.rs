@@ -33,6 +33,10 @@ pub const CORRECT_BABBLE: &str = "(richbot) Your last answer came out garbled, s
 pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a tool's result, which is for you, not \
      the member. If it is an error, make the call again as it says; else tell the member in plain words.";
 
+/// Told to the model when its answer repeated one of these corrections (`repeats_richbot`).
+pub const CORRECT_ECHO: &str = "(richbot) Your last answer repeated richbot's note to you, which the member never \
+     sees. Reply to the member's own last message instead.";
+
 /// Told to the model when it answered "No reply." before anything was posted.
 pub const CORRECT_BARE_NO_REPLY: &str = "(richbot) \"No reply.\" would be posted to the member as it is. Answer \
      them in words, or answer exactly [no reply] to post nothing.";

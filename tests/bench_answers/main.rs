@@ -80,6 +80,14 @@ fn read(all: &[Value], finals: &[Value], keyword: &str) -> Read {
     r
 }
 
+/// Whether `event` is the reminder asked for at `asked` (ms): the persona's message about
+/// stretching, from 100 s on (asked for "in 2 minutes", posted within its minute).
+fn is_reminder(event: &Value, asked: i64) -> bool {
+    event["sender"] == BOT
+        && event["content"]["body"].as_str().is_some_and(|b| b.to_lowercase().contains("stretch"))
+        && event["origin_server_ts"].as_i64().is_some_and(|ts| ts >= asked + 100_000)
+}
+
 fn metric(metrics: &str, name: &str) -> u64 {
     metrics
         .lines()
@@ -148,7 +156,14 @@ async fn main() {
         let tools = metric(&after, "richbot_tool_calls_total") - metric(&before, "richbot_tool_calls_total");
         let written =
             metric(&after, "richbot_llm_written_calls_total") - metric(&before, "richbot_llm_written_calls_total");
-        let events = env.alice.messages(&room).await;
+        // The reminder's own posting is no answer to the question it falls in.
+        let events: Vec<Value> = env
+            .alice
+            .messages(&room)
+            .await
+            .into_iter()
+            .filter(|e| n == REMINDER || reminder_asked == 0 || !is_reminder(e, reminder_asked))
+            .collect();
         let (all, finals) = contents(&events, asked_at);
         let r = read(&all, &finals, keyword);
         let what = match (r.pseudo_call, r.annotation, r.empty, r.rich) {
@@ -182,10 +197,8 @@ async fn main() {
     let events = env.alice.messages(&room).await;
     let reminder: Vec<i64> = events
         .iter()
-        .filter(|e| e["sender"] == BOT)
-        .filter(|e| e["content"]["body"].as_str().is_some_and(|b| b.to_lowercase().contains("stretch")))
+        .filter(|e| is_reminder(e, reminder_asked))
         .filter_map(|e| e["origin_server_ts"].as_i64())
-        .filter(|ts| *ts >= reminder_asked + 100_000)
         .collect();
     let turns = env.store().await.turn_outcomes(&room_id(&room)).await.expect("turns");
     let scheduled = turns.iter().filter(|t| t.0 == "scheduled").count();

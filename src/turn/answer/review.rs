@@ -1,6 +1,6 @@
 //! What a member may read of a model's reply, decided before its text is posted: the text
 //! cleaned of copied annotations (`context::clean_answer`), and, for the turn's last
-//! reply (one without calls), five answers that are never posted as they are:
+//! reply (one without calls), six answers that are never posted as they are:
 //!
 //! - word salad, by the model's own odds (`agent::Odds`): the model is asked again, and
 //!   never shown it (it would copy it);
@@ -10,6 +10,9 @@
 //!   text at all after a call did something and nothing was posted): the model is told
 //!   to answer in words;
 //! - a promise no tool kept (`promises`): the model is told which tool keeps it;
+//! - richbot's own correction repeated as the answer (`strings::repeats_richbot`): the
+//!   model is told the member never sees those notes; after a posted message, the turn
+//!   ends quietly;
 //! - a tool's result copied into the answer (small models repeat an error they got, and
 //!   then their own answer that did), retold ("There was an issue with the payload…"),
 //!   or made up in its shape (`{"event_id": "null"}`): the model is told it is for it,
@@ -75,7 +78,8 @@ impl Review {
                 correct => correct,
             };
         }
-        if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text)) {
+        let echoed = repeats_a_correction(&text, messages);
+        if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text) || echoed) {
             // The marker itself: the turn ends as any `[no reply]` does.
             return Verdict::Show(strings::NO_REPLY.to_owned());
         }
@@ -90,6 +94,8 @@ impl Review {
             && crate::render::plain_text(&text).trim().is_empty()
         {
             Some((strings::CORRECT_EMPTY.to_owned(), strings::COULD_NOT_ANSWER))
+        } else if echoed {
+            Some((strings::CORRECT_ECHO.to_owned(), strings::COULD_NOT_ANSWER))
         } else if copies_a_result(&text, messages) {
             Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
         } else if sends_the_member_to_a_tool(&text, tools) {
@@ -262,6 +268,16 @@ pub(in crate::turn) fn posted(messages: &[Message]) -> bool {
 /// Whether a call of this turn did what it was asked (a result that is no error).
 fn succeeded(messages: &[Message]) -> bool {
     messages.iter().any(|m| matches!(m, Message::Tool { content, .. } if error_of(content).is_none()))
+}
+
+/// Whether `answer` repeats richbot's words to the model: one of this turn's corrections,
+/// or any as written (`strings::repeats_richbot`).
+fn repeats_a_correction(answer: &str, messages: &[Message]) -> bool {
+    let said = messages.iter().filter_map(|m| match m {
+        Message::User(t) if t.starts_with(strings::CORRECTION) => Some(t.as_str()),
+        _ => None,
+    });
+    strings::repeats_richbot(answer, said)
 }
 
 /// Whether richbot sent an answer of this turn back to the model (a correction is in

@@ -25,9 +25,14 @@ pub fn pseudo_call(body: &str) -> bool {
         .any(|m| b.contains(m))
 }
 
-/// An annotation copied from the prompt: an id line, the turn's note, an id after a name.
+/// An annotation copied from the prompt: an id line, the turn's note, an id after a name,
+/// or richbot's own correction to the model.
 pub fn annotation(body: &str) -> bool {
-    body.contains("[event_id:") || body.contains("[Now:") || body.contains("Asked by:") || body.contains(" [$")
+    body.contains("[event_id:")
+        || body.contains("[Now:")
+        || body.contains("Asked by:")
+        || body.contains(" [$")
+        || richbot::strings::repeats_richbot(body, [])
 }
 
 /// Empty to a member (`*` is what an edit of nothing shows).

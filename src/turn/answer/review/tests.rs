@@ -278,3 +278,35 @@ fn nothing_at_all_after_a_call_that_did_something_is_asked_again_then_left_unsai
     let asked = [Message::User("@alice:x: ok".into())];
     assert_eq!(Review::default().judge(&Reply::default(), &asked, &tools()), Verdict::Show(String::new()));
 }
+
+#[test]
+fn a_correction_repeated_as_the_answer_is_never_posted() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07, the comparison table): told
+    // its answer repeated a tool's result, the model answered with the correction itself.
+    let copied = "Your last answer repeated a tool's result, which is for you, not the member. Please ask me a \
+                  new question.";
+    let corrected = [
+        Message::User("@alice:x: Compare Python, Rust and Go for web backends in a table.".into()),
+        Message::Assistant { text: Some("{\"error\": \"no\", \"code\": \"x\"}".into()), tool_calls: vec![] },
+        Message::User(strings::CORRECT_TOOL_RESULT.into()),
+    ];
+    let review = Review::default();
+    for _ in 0..CORRECTIONS {
+        assert_eq!(review.judge(&reply(copied), &corrected, &tools()), Verdict::Correct(strings::CORRECT_ECHO.into()));
+    }
+    assert_eq!(
+        review.judge(&reply(copied), &corrected, &tools()),
+        Verdict::Replace(strings::COULD_NOT_ANSWER.into()),
+        "never posted as it is"
+    );
+    // After a posted message the answer is out: nothing more is said.
+    let out = [
+        Message::User("@alice:x: A table of the planets".into()),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+        Message::Tool { call_id: "c".into(), content: json!({"event_id": "$t"}).to_string() },
+    ];
+    assert_eq!(Review::default().judge(&reply(copied), &out, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+    // An answer of the member's subject in the same words is not a copy.
+    let answer = "Rust is fast, Go is simple, and Python has the most libraries.";
+    assert_eq!(Review::default().judge(&reply(answer), &corrected, &tools()), Verdict::Show(answer.into()));
+}
