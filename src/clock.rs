@@ -6,6 +6,12 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
+/// `d` in milliseconds, as timestamps are counted (saturating: a span of more than 292
+/// million years is "for ever").
+pub fn ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// How long a task that acts at `next` (epoch ms; none known) sleeps: until then, at most
 /// `most` (to look for work others made) and at least `least` (a failure is not retried
 /// in a busy loop). The poll closer's and the schedule ticker's.

@@ -182,7 +182,7 @@ impl Channel {
         }
         let hash = format!("{:x}", Sha256::digest(request.to_string().as_bytes()));
         let now = now_ms();
-        let window_start = now - i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX);
+        let window_start = now - crate::clock::ms(self.window);
         let row =
             self.store.agent_request(&client.name, key, &hash, now, window_start).await.map_err(Failure::internal)?;
         if !row.same {

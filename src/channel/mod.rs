@@ -126,7 +126,7 @@ impl Channel {
     /// Forgets idempotency keys older than the window, every hour, for ever.
     pub async fn keep_pruning(self: Arc<Self>) {
         loop {
-            let before = crate::clock::now_ms() - i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX);
+            let before = crate::clock::now_ms() - crate::clock::ms(self.window);
             match self.store.prune_agent_requests(before).await {
                 Ok(n) if n > 0 => tracing::debug!(n, "forgot agent calls past agents.idempotency_hours"),
                 Ok(_) => {}

@@ -3,6 +3,8 @@
 //! in for members who set none. The key names are a contract; the bounds are checked at
 //! start.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 
 use crate::schedules::Bounds;
@@ -28,8 +30,8 @@ impl Default for SchedulesConfig {
         Self {
             per_user: b.per_user,
             per_room: b.per_room,
-            min_interval_secs: u64::try_from(b.min_interval_ms / 1000).unwrap_or(60),
-            max_late_secs: u64::try_from(b.max_late_ms / 1000).unwrap_or(3600),
+            min_interval_secs: b.min_interval.as_secs(),
+            max_late_secs: b.max_late.as_secs(),
         }
     }
 }
@@ -37,12 +39,11 @@ impl Default for SchedulesConfig {
 impl SchedulesConfig {
     /// The bounds as turns and the ticker take them.
     pub fn bounds(&self) -> Bounds {
-        let ms = |secs: u64| i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX);
         Bounds {
             per_user: self.per_user,
             per_room: self.per_room,
-            min_interval_ms: ms(self.min_interval_secs),
-            max_late_ms: ms(self.max_late_secs),
+            min_interval: Duration::from_secs(self.min_interval_secs),
+            max_late: Duration::from_secs(self.max_late_secs),
         }
     }
 

@@ -41,7 +41,7 @@ impl Sharing {
     }
 
     fn lease_ms(&self) -> i64 {
-        i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX)
+        crate::clock::ms(self.lease)
     }
 }
 

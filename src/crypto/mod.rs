@@ -226,7 +226,7 @@ impl Crypto {
 
     /// How long an encrypted event waits for its key, from now (ms since the epoch).
     pub fn wait_until(&self) -> i64 {
-        now_ms() + i64::try_from(self.inner.wait_for_key.as_millis()).unwrap_or(i64::MAX)
+        now_ms() + crate::clock::ms(self.inner.wait_for_key)
     }
 
     /// What is known of `room`'s encryption; asked of the homeserver (as `persona`) once

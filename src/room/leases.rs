@@ -100,7 +100,7 @@ impl Leases {
     }
 
     fn lease_ms(&self) -> i64 {
-        i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX)
+        crate::clock::ms(self.lease)
     }
 
     /// Claims `room` for a step; false when another live instance has it.

@@ -220,7 +220,7 @@ fn create(args: &Map<String, Value>, time: CallTime, tz: Tz, bounds: &Bounds) ->
             };
             let rule = when::rule(rule, tz, start).map_err(|e| at("every", e))?;
             let every = When::Every { rule, tz, start };
-            check_often(&every, now, bounds.min_interval_ms)?;
+            check_often(&every, now, bounds.min_interval)?;
             every
         }
     };
@@ -286,12 +286,12 @@ fn message(m: &Value) -> Result<Body, ToolError> {
     }
 }
 
-/// Refuses a rule that fires more often than `min_interval_ms` (looked at over its next
+/// Refuses a rule that fires more often than `min_interval` (looked at over its next
 /// hundred times).
-fn check_often(every: &When, now: i64, min_interval_ms: i64) -> Result<(), ToolError> {
+fn check_often(every: &When, now: i64, min_interval: std::time::Duration) -> Result<(), ToolError> {
     let times = every.after(now, 100);
     if let Some(gap) = times.windows(2).map(|w| w[1] - w[0]).min()
-        && gap < min_interval_ms
+        && gap < crate::clock::ms(min_interval)
     {
         return Err(at(
             "every",
@@ -299,7 +299,7 @@ fn check_often(every: &When, now: i64, min_interval_ms: i64) -> Result<(), ToolE
                 "it fires every {} s; schedules fire at most every {} s here (schedules.min_interval_secs): use a \
                  longer INTERVAL or a coarser FREQ",
                 gap / 1000,
-                min_interval_ms / 1000
+                min_interval.as_secs()
             ),
         ));
     }

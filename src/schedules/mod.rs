@@ -28,6 +28,8 @@ pub mod due;
 pub mod ticker;
 pub mod when;
 
+use std::time::Duration;
+
 use ruma::OwnedEventId;
 use serde_json::{Value, json};
 
@@ -67,14 +69,14 @@ pub struct Bounds {
     pub per_user: u32,
     pub per_room: u32,
     /// A recurrence fires at most this often.
-    pub min_interval_ms: i64,
+    pub min_interval: Duration,
     /// A missed occurrence still fires this late (marked late); older ones are skipped.
-    pub max_late_ms: i64,
+    pub max_late: Duration,
 }
 
 impl Default for Bounds {
     fn default() -> Self {
-        Self { per_user: 20, per_room: 50, min_interval_ms: 60_000, max_late_ms: 3_600_000 }
+        Self { per_user: 20, per_room: 50, min_interval: Duration::from_secs(60), max_late: Duration::from_secs(3600) }
     }
 }
 

@@ -78,7 +78,7 @@ async fn tick(
         store.end_schedule(row.id, "stopped", "unreadable", now).await?;
         return Ok(());
     };
-    let max_late = bounds.max_late_ms;
+    let max_late = crate::clock::ms(bounds.max_late);
     let d = super::off_workers(move || due(&when, next_at, now, max_late)).await;
     if let Some((at, late)) = d.fire {
         let id = event_id(row.id, at);

@@ -31,7 +31,7 @@ pub struct Pruned {
 impl Store {
     /// Deletes what is older than `keep` at `now` (see the module docs).
     pub async fn prune(&self, keep: Duration, now: i64) -> Result<Pruned> {
-        let before = now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX));
+        let before = now.saturating_sub(crate::clock::ms(keep));
         let mut pruned = Pruned::default();
         // Events: those received before the cut-off have a seq below the first after it.
         let cutoff = self.first_at_or_after("SELECT MIN(seq) AS n FROM events WHERE received_at >= $1", before).await?;

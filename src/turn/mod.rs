@@ -71,9 +71,6 @@ pub enum Error {
     Suspended(String),
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
 pub use context::Press;
 pub use outcome::{Outcome, UnknownOutcome};
 pub use scope::{Parties, Scope};
@@ -218,7 +215,7 @@ impl Turns {
             close.tell(WriteId { turn: turn.id, seq: NOTICE_SEQ }, &notice.text).await?;
             return Ok(self.finish(turn, outcome, TurnRecord::default()).await?);
         }
-        if now_ms().saturating_sub(turn.started_at) > millis(self.limits.delivery_deadline) {
+        if now_ms().saturating_sub(turn.started_at) > crate::clock::ms(self.limits.delivery_deadline) {
             // Past the delivery deadline: the answer is lost; say so (when the homeserver
             // takes it) instead of trying on.
             tracing::warn!(turn = turn.id, room = %turn.room_id, "gave up delivering an answer; telling the person");

@@ -152,7 +152,7 @@ fn ids_and_flags_may_come_quoted_as_models_write_them() {
 
 #[test]
 fn a_lower_min_interval_lets_a_rule_fire_that_often() {
-    let bounds = Bounds { min_interval_ms: 5_000, ..Bounds::default() };
+    let bounds = Bounds { min_interval: std::time::Duration::from_secs(5), ..Bounds::default() };
     let args = json!({"every": "FREQ=SECONDLY;INTERVAL=10", "message": "tick"});
     assert!(matches!(
         plan_schedule(SCHEDULE, &args, CallTime::now(now()), lisbon(), &bounds),

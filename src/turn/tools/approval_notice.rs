@@ -140,7 +140,7 @@ pub async fn ask(r: &Reach<'_>, tool: &Tool, args: &Value, nth: u32) -> Result<A
             tool: &tool.spec.name,
             shown_hash: &hash,
             now,
-            expires_at: now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)),
+            expires_at: now.saturating_add(crate::clock::ms(timeout)),
         })
         .await
         .map_err(store_stop)?;
