@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use super::model::{
     CORRECT_BABBLE, CORRECT_BARE_NO_REPLY, CORRECT_DEFERRED, CORRECT_ECHO, CORRECT_EMPTY, CORRECT_MEMBER_CANNOT_CALL,
-    CORRECT_TOOL_RESULT, CORRECT_WRITTEN_CALL, CORRECTION, correct_promise, correct_unasked, fill_call,
+    CORRECT_SILENT, CORRECT_TOOL_RESULT, CORRECT_WRITTEN_CALL, CORRECTION, correct_promise, correct_unasked, fill_call,
 };
 
 /// Words in a row that make a copy.
@@ -51,6 +51,7 @@ fn corrections() -> Vec<String> {
         CORRECT_DEFERRED,
         CORRECT_MEMBER_CANNOT_CALL,
         CORRECT_ECHO,
+        CORRECT_SILENT,
     ]
     .map(str::to_owned)
     .to_vec();

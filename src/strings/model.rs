@@ -37,6 +37,10 @@ pub const CORRECT_TOOL_RESULT: &str = "(richbot) Your last answer repeated a too
 pub const CORRECT_ECHO: &str = "(richbot) Your last answer repeated richbot's note to you, which the member never \
      sees. Reply to the member's own last message instead.";
 
+/// Told to the model when it answered `[no reply]` in a DM before anything was posted.
+pub const CORRECT_SILENT: &str = "(richbot) This is a direct chat: the member wrote to you, and [no reply] \
+     leaves them with nothing. Answer them in words (a short answer is fine) or with a tool call.";
+
 /// Told to the model when it answered "No reply." before anything was posted.
 pub const CORRECT_BARE_NO_REPLY: &str = "(richbot) \"No reply.\" would be posted to the member as it is. Answer \
      them in words, or answer exactly [no reply] to post nothing.";

@@ -97,6 +97,11 @@ fn worth_showing(text: &str) -> bool {
 }
 
 impl<'a> Live<'a> {
+    /// Where and for whom the turn is.
+    pub fn scope(&self) -> &Scope {
+        self.scope
+    }
+
     pub fn new(outbox: &'a Outbox, scope: &'a Scope, turn: i64) -> Self {
         let interval = Duration::from_millis(outbox.interval_ms());
         Self {

@@ -62,7 +62,7 @@ impl<'a, L> Recorded<'a, L> {
             store,
             live,
             metrics,
-            review: super::answer::review::Review::default(),
+            review: super::answer::review::Review::new(live.scope().is_dm),
             turn,
             replay: Mutex::new(replay),
             round: AtomicU32::new(0),

@@ -2,8 +2,9 @@
 //! scripted model against a real Synapse: a tool call written as text is run as the call
 //! (and never shown while it is typed), a block called as a tool is its rich message;
 //! one that cannot be read, an empty answer, an answer with the prompt's annotations, a
-//! copied tool result and a promise no tool kept are never posted as they are (the model is told and asked again, then the member reads one honest
-//! sentence); with `text_tool_calls = false` the model's text is posted as it wrote it.
+//! copied tool result and a promise no tool kept are never posted as they are (the model is told
+//! and asked again, then the member reads one honest sentence); silence in a DM is asked
+//! about once; with `text_tool_calls = false` the model's text is posted as it wrote it.
 
 use std::time::Duration;
 
@@ -300,4 +301,22 @@ async fn a_reminder_written_as_text_that_nobody_asked_for_is_never_set_nor_a_pos
     let metrics = env.metrics().await;
     assert!(metrics.contains(r#"richbot_tool_calls_total{tool="other",result="unasked"} 2"#), "{metrics}");
     assert!(metrics.contains(r#"richbot_tool_calls_total{tool="rich_send",result="unasked"} 1"#), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silence_in_a_dm_is_asked_about_once_and_then_respected() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B): "[no reply]" to a recipe asked in a DM.
+    let env = Env::start().await;
+    let room = env.dm().await;
+    env.llm.script([text("[no reply]"), text("Mix a cup of flour, an egg and a cup of milk; fry by the ladle.")]);
+    env.alice.say(&room, "Give me a simple pancake recipe.").await;
+    env.wait_turns(&room, 1).await;
+    assert_eq!(final_bodies(&env, &room).await, ["Mix a cup of flour, an egg and a cup of milk; fry by the ladle."]);
+    assert_eq!(last_user(&env.llm.requests()[1]), richbot::strings::CORRECT_SILENT);
+    // Asked once, a model that still chooses silence posts nothing.
+    env.llm.script([text("[no reply]"), text("[no reply]")]);
+    env.alice.say(&room, "Thanks!").await;
+    env.wait_turns(&room, 2).await;
+    assert_eq!(env.llm.requests().len(), 4, "one question more, not two");
+    assert_eq!(final_bodies(&env, &room).await.len(), 1, "nothing more was posted");
 }

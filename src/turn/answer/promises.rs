@@ -11,7 +11,8 @@
 //!   the answer does not say it cannot;
 //! - **a poll**: the answer says one is made, or the member asked for one ("make a poll")
 //!   and the answer does not say it cannot;
-//! - **a message sent**: "I've sent / I posted / forwarded …", "the message was posted";
+//! - **a message sent**: "I've sent / I posted / forwarded …", "the message was posted"
+//!   (kept by any call that posts one: a rich message, a schedule's, a poll);
 //! - **a cancelled schedule**: the answer says a reminder or schedule is cancelled or
 //!   stopped, or the member asked for that and the answer does not say it cannot.
 //!
@@ -28,6 +29,9 @@ use crate::agent::{Message, ToolSpec};
 /// member who asks for it says, and how it is named to the model.
 struct Kind {
     tool: &'static str,
+    /// The tools whose success keeps it (`tool`, and for a message sent, any that posts
+    /// one: a schedule's message is sent, a poll is a message).
+    kept_by: &'static [&'static str],
     claims: Regex,
     asks: Option<Regex>,
     what: &'static str,
@@ -41,6 +45,7 @@ static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| {
     vec![
         Kind {
             tool: crate::tools::SCHEDULE,
+            kept_by: &[crate::tools::SCHEDULE],
             claims: re(
                 r"(?im)\b(i'?ll|i will|i'?m going to|i am going to)\s+(remind|ping|notify|alert|message)\s+you\b|\breminders?\b[^.!?\n]{0,40}\b(is |has been |was )?(set|scheduled|created|added|saved)\b|\b(i'?ve|i have|i)\s+(set|scheduled|created|added)\b[^.!?\n]{0,30}\b(reminders?|alarms?|timers?|schedules?)\b|^\s*(⏰\s*)?reminder\s*:|\b(i'?ve|i have) scheduled\b|\b(it'?s|it is|that'?s|that is) (scheduled|set)\b",
             ),
@@ -51,6 +56,7 @@ static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| {
         },
         Kind {
             tool: crate::tools::RICH_POLL,
+            kept_by: &[crate::tools::RICH_POLL],
             claims: re(
                 r"(?i)\bpoll\b[^.!?\n]{0,40}\b(created|posted|started|set up|is (up|live|open|ready))\b|\b(i'?ve|i have|i)\s+(created|posted|started|made|set up)\b[^.!?\n]{0,20}\bpoll\b",
             ),
@@ -59,6 +65,9 @@ static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| {
         },
         Kind {
             tool: crate::tools::RICH_SEND,
+            // "The message was posted to the room … and will be repeated at …": the
+            // answers benchmark's model, of the reminder it had just set.
+            kept_by: &[crate::tools::RICH_SEND, crate::tools::SCHEDULE, crate::tools::RICH_POLL],
             claims: re(
                 r"(?i)\b(i'?ve|i have|i just|i)\s+(sent|posted|messaged|forwarded|dm'?ed)\b|\b(rich message|message) (is|was|has been) (sent|posted)\b",
             ),
@@ -67,6 +76,7 @@ static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| {
         },
         Kind {
             tool: crate::tools::UNSCHEDULE,
+            kept_by: &[crate::tools::UNSCHEDULE],
             claims: re(r"(?i)\b(cancel+ed|stopped|removed|deleted)\b[^.!?\n]{0,30}\b(reminders?|schedules?)\b"),
             asks: Some(re(r"(?i)\b(cancel|stop|remove|delete)\b[^.!?\n]{0,30}\b(reminders?|schedules?)\b")),
             what: "cancelled a schedule",
@@ -96,7 +106,8 @@ pub struct Unkept {
 pub fn unkept(answer: &str, asked: &str, conversation: &[Message], tools: &[ToolSpec]) -> Option<Unkept> {
     let succeeded = succeeded(conversation);
     let declines = DECLINES.is_match(answer);
-    KINDS.iter().filter(|k| tools.iter().any(|t| t.name == k.tool) && !succeeded.contains(&k.tool)).find_map(|k| {
+    let open = |k: &&Kind| tools.iter().any(|t| t.name == k.tool) && !k.kept_by.iter().any(|t| succeeded.contains(t));
+    KINDS.iter().filter(open).find_map(|k| {
         let claims = k.claims.is_match(answer) && !declines;
         let asked_for = k.asks.as_ref().is_some_and(|a| a.is_match(asked)) && !declines;
         (claims || asked_for).then_some(Unkept { tool: k.tool, what: k.what, asked: asked_for })
@@ -111,7 +122,7 @@ pub fn requested(asked: &str, conversation: &[Message], tools: &[ToolSpec]) -> O
     let succeeded = succeeded(conversation);
     KINDS
         .iter()
-        .filter(|k| tools.iter().any(|t| t.name == k.tool) && !succeeded.contains(&k.tool))
+        .filter(|k| tools.iter().any(|t| t.name == k.tool) && !k.kept_by.iter().any(|t| succeeded.contains(t)))
         .find(|k| k.asks.as_ref().is_some_and(|a| a.is_match(asked)))
         .map(|k| k.tool)
 }

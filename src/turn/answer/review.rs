@@ -1,6 +1,6 @@
 //! What a member may read of a model's reply, decided before its text is posted: the text
 //! cleaned of copied annotations (`context::clean_answer`), and, for the turn's last
-//! reply (one without calls), six answers that are never posted as they are:
+//! reply (one without calls), seven answers that are never posted as they are:
 //!
 //! - word salad, by the model's own odds (`agent::Odds`): the model is asked again, and
 //!   never shown it (it would copy it);
@@ -10,6 +10,8 @@
 //!   text at all after a call did something and nothing was posted): the model is told
 //!   to answer in words;
 //! - a promise no tool kept (`promises`): the model is told which tool keeps it;
+//! - `[no reply]` in a DM before anything was posted: the member wrote to the persona
+//!   and would get nothing; the model is asked once to answer;
 //! - richbot's own correction repeated as the answer (`strings::repeats_richbot`): the
 //!   model is told the member never sees those notes; after a posted message, the turn
 //!   ends quietly;
@@ -51,9 +53,16 @@ pub enum Verdict {
 #[derive(Debug, Default)]
 pub struct Review {
     corrections: AtomicU32,
+    /// The turn is in a DM, where every message of the member's is to the persona.
+    dm: bool,
 }
 
 impl Review {
+    /// The review of a turn in a DM (`dm`) or a group room.
+    pub fn new(dm: bool) -> Self {
+        Self { corrections: AtomicU32::new(0), dm }
+    }
+
     /// The verdict on `reply`, answering the conversation `messages` (this turn's calls
     /// and results at its end) with `tools` offered.
     pub fn judge(&self, reply: &Reply, messages: &[Message], tools: &[ToolSpec]) -> Verdict {
@@ -88,6 +97,12 @@ impl Review {
             // nothing at all (the benchmark's weather question, after "please wait").
             return Verdict::Replace(strings::COULD_NOT_ANSWER.to_owned());
         }
+        if strings::is_no_reply(&text) && !posted(messages) && self.dm && !told(messages, strings::CORRECT_SILENT) {
+            // In a DM the member wrote to the persona, and silence leaves them with
+            // nothing (the benchmark's "Give me a simple pancake recipe."). Asked once; if
+            // the model still chooses silence ("Thanks!" may need no answer), so be it.
+            return self.correct(strings::CORRECT_SILENT.to_owned(), strings::NO_REPLY);
+        }
         let wrong = if reply.unreadable_text {
             Some((strings::CORRECT_WRITTEN_CALL.to_owned(), strings::COULD_NOT_ANSWER))
         } else if reply.text.as_deref().is_some_and(|t| !t.trim().is_empty())
@@ -109,7 +124,11 @@ impl Review {
             Some((strings::CORRECT_DEFERRED.to_owned(), strings::COULD_NOT_ANSWER))
         } else {
             promises::unkept(&text, asked(messages), messages, tools).map(|broken| {
-                (strings::correct_promise(broken.what, broken.tool, broken.asked), strings::PROMISE_NOT_KEPT)
+                // "Nothing was set up or sent" is said only when it is true: another call
+                // of the turn may have done something (a reminder set, then "the message
+                // was posted" of it).
+                let sentence = if succeeded(messages) { strings::COULD_NOT_ANSWER } else { strings::PROMISE_NOT_KEPT };
+                (strings::correct_promise(broken.what, broken.tool, broken.asked), sentence)
             })
         };
         let Some((correction, sentence)) = wrong else { return Verdict::Show(text) };
@@ -281,9 +300,17 @@ fn repeats_a_correction(answer: &str, messages: &[Message]) -> bool {
 }
 
 /// Whether richbot sent an answer of this turn back to the model (a correction is in
-/// `messages`: corrections are this turn's alone, never history).
+/// `messages`: corrections are this turn's alone, never history) for what it said; the
+/// DM's "say something" is not one: silence stays a choice after it.
 fn corrected(messages: &[Message]) -> bool {
-    messages.iter().any(|m| matches!(m, Message::User(t) if t.starts_with(strings::CORRECTION)))
+    messages
+        .iter()
+        .any(|m| matches!(m, Message::User(t) if t.starts_with(strings::CORRECTION) && t != strings::CORRECT_SILENT))
+}
+
+/// Whether richbot told the model `correction` in this turn.
+fn told(messages: &[Message], correction: &str) -> bool {
+    messages.iter().any(|m| matches!(m, Message::User(t) if t == correction))
 }
 
 /// Whether `answer` is the no-reply marker without its brackets ("No reply.", the

@@ -5,7 +5,7 @@
 //! set a reminder the member never wanted, and post it later in their room.
 //!
 //! So a call the model wrote as text (`agent::written`), of a tool whose effect outlasts
-//! the answer (a schedule, a poll, a cancelled schedule), runs only when the member's
+//! the answer (a schedule, a poll, an ended poll, a cancelled schedule), runs only when the member's
 //! words ask for that kind of thing. The words are looked for generously (a few common
 //! languages' stems too): this guard keeps out what nobody asked for; what the member did
 //! ask for in words it misses is the `promises` check's to catch. A native call is the
@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::agent::{Reply, ToolCall, written};
-use crate::tools::{RICH_POLL, SCHEDULE, UNSCHEDULE};
+use crate::tools::{RICH_POLL, RICH_POLL_END, SCHEDULE, UNSCHEDULE};
 
 /// A tool with lasting effects, what a call of it does (for the model), and the words of a
 /// member who wants one.
@@ -26,7 +26,7 @@ struct Lasting {
     wanted: Regex,
 }
 
-static LASTING: LazyLock<[Lasting; 3]> = LazyLock::new(|| {
+static LASTING: LazyLock<[Lasting; 4]> = LazyLock::new(|| {
     let re = |p: &str| Regex::new(p).expect("a valid regex");
     [
         Lasting {
@@ -40,6 +40,15 @@ static LASTING: LazyLock<[Lasting; 3]> = LazyLock::new(|| {
             tool: RICH_POLL,
             does: "a poll",
             wanted: re(r"(?i)\b(polls?|vot\w*|survey)\b|enquete|umfrage|sondag|encuesta|sondaggio|опрос|投票"),
+        },
+        Lasting {
+            // The answers benchmark's model, right after its poll was posted, wrote a
+            // call ending it ("This command will end your poll and display the result.").
+            tool: RICH_POLL_END,
+            does: "an ended poll",
+            wanted: re(
+                r"(?i)\b(end\w*|clos\w*|stop\w*|finish\w*|results?|tally|count\w*|wrap up)\b|encerr|termin|beend|schlie|заверш|закр|结束",
+            ),
         },
         Lasting {
             tool: UNSCHEDULE,
@@ -131,6 +140,18 @@ mod tests {
         assert_eq!(take_out(&mut poll, "Make a poll: pizza or sushi for lunch?", &[]), None);
         let mut cancel = written(&[UNSCHEDULE]);
         assert_eq!(take_out(&mut cancel, "please cancel my stretch reminder", &[]), None);
+        let mut end = written(&[RICH_POLL_END]);
+        assert_eq!(take_out(&mut end, "close the lunch poll and show me the results", &[]), None);
+    }
+
+    #[test]
+    fn a_written_end_of_the_poll_just_asked_for_is_taken_out() {
+        // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07): its poll posted, it
+        // wrote a call ending it.
+        let mut end = written(&[RICH_POLL_END]);
+        let taken = take_out(&mut end, "Make a poll: pizza or sushi for lunch?", &[]).expect("taken out");
+        assert_eq!((taken.tool.as_str(), taken.does), (RICH_POLL_END, "an ended poll"));
+        assert!(end.tool_calls.is_empty());
     }
 
     #[test]

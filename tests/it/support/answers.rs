@@ -68,7 +68,10 @@ pub fn contents(events: &[Value], since: i64) -> (Vec<Value>, Vec<Value>) {
     (all, finals)
 }
 
-/// Whether a content is a rich message (blocks) or a poll.
+/// Whether a content is a rich message (blocks), a poll or a poll's end (which clients
+/// draw from its own fields: it has no `body`).
 pub fn rich(content: &Value) -> bool {
-    content.get("com.ianm.mtrix").is_some() || content.get("org.matrix.msc3381.poll.start").is_some()
+    ["com.ianm.mtrix", "org.matrix.msc3381.poll.start", "org.matrix.msc3381.poll.end"]
+        .iter()
+        .any(|k| content.get(*k).is_some())
 }

@@ -66,3 +66,17 @@ fn a_promise_kept_by_its_tool_declined_or_never_made_is_no_broken_promise() {
     let no_schedule_tool: Vec<ToolSpec> = tools().into_iter().filter(|t| t.name != "schedule").collect();
     assert_eq!(unkept("Reminder: stretch.", "Remind me to stretch", &none, &no_schedule_tool), None, "not offered");
 }
+
+#[test]
+fn a_message_said_to_be_sent_is_kept_by_a_schedule_or_a_poll_too() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07), of the reminder it had just set.
+    let answer = "The message was posted to the room and will be repeated at 2026-12-07T17:51:24+00:00.";
+    let asked = "Remind me in 2 minutes to stretch.";
+    let set = called("schedule", json!({"id": 1, "next_times": ["2026-12-07T17:51:24Z"]}));
+    assert_eq!(unkept(answer, asked, &set, &tools()), None);
+    let polled = called("rich_poll", json!({"event_id": "$p", "poll": 1}));
+    assert_eq!(unkept("I've posted the poll.", "a poll: pizza or sushi?", &polled, &tools()), None);
+    // With nothing done, the same words are a promise no tool kept.
+    let broken = unkept(answer, "ok", &[], &tools()).expect("unkept");
+    assert_eq!(broken.tool, "rich_send");
+}

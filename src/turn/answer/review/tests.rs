@@ -310,3 +310,27 @@ fn a_correction_repeated_as_the_answer_is_never_posted() {
     let answer = "Rust is fast, Go is simple, and Python has the most libraries.";
     assert_eq!(Review::default().judge(&reply(answer), &corrected, &tools()), Verdict::Show(answer.into()));
 }
+
+#[test]
+fn silence_in_a_dm_before_anything_was_posted_is_asked_about_once() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07): "[no reply]" to a recipe asked in a DM.
+    let asked = [Message::User("@alice:x: Give me a simple pancake recipe.".into())];
+    let silent = reply("[no reply]");
+    let dm = Review::new(true);
+    assert_eq!(dm.judge(&silent, &asked, &tools()), Verdict::Correct(strings::CORRECT_SILENT.into()));
+    // Told once, the model may still choose silence: nothing is posted.
+    let told = [
+        asked[0].clone(),
+        Message::Assistant { text: Some("[no reply]".into()), tool_calls: vec![] },
+        Message::User(strings::CORRECT_SILENT.into()),
+    ];
+    assert_eq!(dm.judge(&silent, &told, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+    // In a group room a message need not be for the persona; after a posted message the answer is out.
+    assert_eq!(Review::new(false).judge(&silent, &asked, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+    let out = [
+        asked[0].clone(),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+        Message::Tool { call_id: "c".into(), content: json!({"event_id": "$t"}).to_string() },
+    ];
+    assert_eq!(Review::new(true).judge(&silent, &out, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+}
