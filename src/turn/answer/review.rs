@@ -7,8 +7,8 @@
 //! - a call written as text that could not be read (`agent::written`): the model is told
 //!   to make the call instead;
 //! - an empty answer (nothing left once cleaned, or nothing a client would show; or no
-//!   text at all after a call did something and nothing was posted): the model is told
-//!   to answer in words;
+//!   text at all, with nothing posted, after a call did something, after calls that
+//!   failed, or in a DM): the model is told to answer in words;
 //! - a promise no tool kept (`promises`): the model is told which tool keeps it;
 //! - `[no reply]` in a DM before anything was posted: the member wrote to the persona
 //!   and would get nothing; the model is asked once to answer;
@@ -83,6 +83,25 @@ impl Review {
             // member would not hear of it. Asked again; if it still says nothing, nothing
             // is posted (an honest "I couldn't" would be false: the call was made).
             return match self.correct(strings::CORRECT_EMPTY.to_owned(), "") {
+                Verdict::Replace(_) => Verdict::Show(String::new()),
+                correct => correct,
+            };
+        }
+        if reply.text.as_deref().is_none_or(|t| t.trim().is_empty())
+            && !posted(messages)
+            && (self.dm || tried(messages))
+        {
+            // Nothing at all, to a member who wrote to the persona (a DM) or after calls
+            // that all failed (the answers benchmark's weather: four refused rich_send
+            // calls, then nothing): they would get nothing. Asked again, then told.
+            return self.correct(strings::CORRECT_EMPTY.to_owned(), strings::COULD_NOT_ANSWER);
+        }
+        if !posted(messages) && succeeded(messages) && retells_a_result(&text) {
+            // A call did something and the answer reads its result out ("The asker's
+            // schedule id is 1 … to the member in the chat with room \"!Fc5…\"", the
+            // answers benchmark's reminder): the model is told to say it in plain words;
+            // if it never does, nothing more is posted (the call was made).
+            return match self.correct(strings::CORRECT_TOOL_RESULT.to_owned(), "") {
                 Verdict::Replace(_) => Verdict::Show(String::new()),
                 correct => correct,
             };
@@ -284,6 +303,11 @@ pub(in crate::turn) fn posted(messages: &[Message]) -> bool {
     })
 }
 
+/// Whether a call was made in this turn (a tool result, an error or not).
+fn tried(messages: &[Message]) -> bool {
+    messages.iter().any(|m| matches!(m, Message::Tool { .. }))
+}
+
 /// Whether a call of this turn did what it was asked (a result that is no error).
 fn succeeded(messages: &[Message]) -> bool {
     messages.iter().any(|m| matches!(m, Message::Tool { content, .. } if error_of(content).is_none()))
@@ -338,6 +362,17 @@ fn talks_of_the_tools(answer: &str) -> bool {
             .expect("a valid regex")
     });
     MACHINERY.is_match(answer)
+}
+
+/// Whether `answer` reads a tool's result out rather than telling the member: it talks of
+/// the machinery (`talks_of_the_tools`), of "the asker" or a schedule's id (the words of
+/// richbot's results and notes, never a member's), or names a room by its id.
+fn retells_a_result(answer: &str) -> bool {
+    static RESULT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\bthe asker\b|\basker'?s\b|\bschedule[ _]ids?\b|\bnext_times\b|(^|[\s\x22'`(])![A-Za-z0-9_-]{6,}:[A-Za-z0-9.-]+")
+            .expect("a valid regex")
+    });
+    talks_of_the_tools(answer) || RESULT.is_match(answer)
 }
 
 /// The member's latest words in `messages` (the question the turn answers), without the

@@ -334,3 +334,58 @@ fn silence_in_a_dm_before_anything_was_posted_is_asked_about_once() {
     ];
     assert_eq!(Review::new(true).judge(&silent, &out, &tools()), Verdict::Show(strings::NO_REPLY.into()));
 }
+
+#[test]
+fn nothing_at_all_after_failed_calls_or_in_a_dm_is_asked_again_then_told() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07): four rich_send calls
+    // refused for the weather, then an answer of nothing.
+    let failed = [
+        Message::User("@alice:x: What's the weather like in Porto today?".into()),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+        Message::Tool {
+            call_id: "c".into(),
+            content: json!({"error": "reply_to: not an event id", "code": "invalid_arguments"}).to_string(),
+        },
+    ];
+    let review = Review::default();
+    for _ in 0..CORRECTIONS {
+        assert_eq!(review.judge(&Reply::default(), &failed, &tools()), Verdict::Correct(strings::CORRECT_EMPTY.into()));
+    }
+    assert_eq!(review.judge(&Reply::default(), &failed, &tools()), Verdict::Replace(strings::COULD_NOT_ANSWER.into()));
+    // In a DM, nothing at all to the member's words is asked about too.
+    let asked = [Message::User("@alice:x: Give me a simple pancake recipe.".into())];
+    assert_eq!(
+        Review::new(true).judge(&Reply::default(), &asked, &tools()),
+        Verdict::Correct(strings::CORRECT_EMPTY.into())
+    );
+}
+
+#[test]
+fn a_result_read_out_after_a_call_that_did_something_goes_back() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07): the reminder set, its result read out.
+    let read_out = "The asker's schedule id is 1, and the next time the scheduled message will be posted is \
+                    2026-12-07T18:31:05+00:00. The message will be sent to the member in the chat with room \
+                    \"!Fc5nttuqtf1CedAGM_wjoymWUbO3Uh1UMMaJzOMe09I\" in UTC timezone.";
+    let set = [
+        Message::User("@alice:x: Remind me in 2 minutes to stretch.".into()),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "schedule", "{}")] },
+        Message::Tool {
+            call_id: "c".into(),
+            content: json!({"id": 1, "next_times": ["2026-12-07T18:31:05Z"]}).to_string(),
+        },
+    ];
+    let review = Review::default();
+    for _ in 0..CORRECTIONS {
+        assert_eq!(
+            review.judge(&reply(read_out), &set, &tools()),
+            Verdict::Correct(strings::CORRECT_TOOL_RESULT.into())
+        );
+    }
+    assert_eq!(review.judge(&reply(read_out), &set, &tools()), Verdict::Show(String::new()), "the call was made");
+    let told = "I'll remind you to stretch at 18:31.";
+    assert_eq!(Review::default().judge(&reply(told), &set, &tools()), Verdict::Show(told.into()));
+    // With nothing done, a room id in an answer is the member's business (they asked about one).
+    let asked = [Message::User("@alice:x: what is !abcdefg:example.org?".into())];
+    let answer = "!abcdefg:example.org is a room id.";
+    assert_eq!(Review::default().judge(&reply(answer), &asked, &tools()), Verdict::Show(answer.into()));
+}
