@@ -134,10 +134,11 @@ impl Review {
             Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
         } else if sends_the_member_to_a_tool(&text, tools) {
             Some((strings::CORRECT_MEMBER_CANNOT_CALL.to_owned(), strings::COULD_NOT_ANSWER))
-        } else if says_no_reply_bare(&text) && !asked(messages).contains('?') {
+        } else if says_no_reply_bare(&text) && (!asked(messages).contains('?') || tried(messages)) {
             // Nothing is out yet: "No reply." would be posted as it is. Asked again, the
             // model answers or writes the marker; if it never does, nothing is posted. (To
-            // a question, "Did Bob write back?", it may be the answer.)
+            // a question, "Did Bob write back?", it may be the answer; not after a call of
+            // the turn, as the answers benchmark's weather: a refused call, then "No reply.")
             Some((strings::CORRECT_BARE_NO_REPLY.to_owned(), strings::NO_REPLY))
         } else if only_defers(&text) {
             Some((strings::CORRECT_DEFERRED.to_owned(), strings::COULD_NOT_ANSWER))

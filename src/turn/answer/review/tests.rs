@@ -389,3 +389,25 @@ fn a_result_read_out_after_a_call_that_did_something_goes_back() {
     let answer = "!abcdefg:example.org is a room id.";
     assert_eq!(Review::default().judge(&reply(answer), &asked, &tools()), Verdict::Show(answer.into()));
 }
+
+#[test]
+fn no_reply_in_words_after_a_failed_call_is_not_an_answer_to_the_question() {
+    // The answers benchmark (Qwen2.5-Coder-1.5B, 2026-12-07): a card refused for the
+    // weather, then "No reply.", which the member read.
+    let failed = [
+        Message::User("@alice:x: What's the weather like in Porto today?".into()),
+        Message::Assistant { text: None, tool_calls: vec![ToolCall::new("c", "rich_send", "{}")] },
+        Message::Tool {
+            call_id: "c".into(),
+            content: json!({"error": "blocks[0].text: unknown field", "code": "invalid_payload"}).to_string(),
+        },
+    ];
+    let review = Review::default();
+    assert_eq!(
+        review.judge(&reply("No reply."), &failed, &tools()),
+        Verdict::Correct(strings::CORRECT_BARE_NO_REPLY.into())
+    );
+    // To a question with no call made, it may be the answer.
+    let question = [Message::User("@alice:x: Did Bob write back?".into())];
+    assert_eq!(Review::default().judge(&reply("No reply."), &question, &tools()), Verdict::Show("No reply.".into()));
+}
