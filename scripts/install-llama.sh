@@ -34,7 +34,7 @@ enter_install_dir "$LINK" "llama/$SERVER_VERSION-$MODEL_VERSION-$SOURCE_VERSION-
 
 VENV="$DIR/venv"
 MODEL="$DIR/gemma-3-270m.gguf"
-done_marker="$DIR/.installed-$SERVER_VERSION-$MODEL_VERSION-noamx"
+done_marker="$DIR/.installed-$SERVER_VERSION-$MODEL_VERSION-noavx512"
 if [ -f "$done_marker" ] && [ -x "$VENV/bin/llama-server-vulkan" ] && [ -f "$MODEL" ]; then
   exit 0
 fi
@@ -58,9 +58,13 @@ mv "$MODEL.part" "$MODEL"
 # only in one op's parameters, so b10434's backend interface is the same), and put in
 # place of the wheel's. About 2 minutes on two cores. Native, but without AMX: a CPU may
 # list AMX while its kernel or hypervisor does not let a process use the tiles, and the
-# first tile instruction then dies with SIGILL too (seen on a Xeon VM); a 270M model
-# does not need them.
-NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+# first tile instruction then dies with SIGILL too (seen on a Xeon VM). And without
+# AVX-512: built with it on a Xeon VM with AVX-512 (VBMI, VNNI, BF16), this ggml's CPU
+# backend computed garbage (Qwen2.5-Coder answered "What is the capital of France?" with
+# "\n\n stringTo", every answer of the answers bench was word salad); the same source
+# built for AVX2 answers "The capital of France is Paris." The smoke test below asks
+# for a known answer, so a backend that computes garbage fails the install.
+NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16 -mno-avx512f"
 mkdir -p "$DIR/build"
 "$VENV/bin/python" - "$SOURCE_URL" "$DIR/build/src.tar.gz" <<'PY'
 import sys, urllib.request
@@ -83,7 +87,8 @@ for name in libggml-cpu.so libggml-cpu.so.0 libggml-cpu.so.0.20.0; do
 done
 rm -rf "$DIR/build"
 
-# One completion, so a server that cannot run here fails the install, not the tests.
+# One completion with a known answer, so a server that cannot run here, or computes
+# garbage, fails the install, not the tests.
 port="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$VENV/bin/llama-server-vulkan" -m "$MODEL" --host 127.0.0.1 --port "$port" -c 512 -np 1 -t 1 \
   >"$DIR/smoke.log" 2>&1 &
@@ -100,9 +105,10 @@ while True:
         if time.time() > deadline:
             sys.exit("install-llama: llama-server did not come up")
         time.sleep(0.5)
-body = json.dumps({"prompt": "Hello", "n_predict": 2}).encode()
+body = json.dumps({"prompt": "Monday, Tuesday, Wednesday,", "n_predict": 3, "temperature": 0}).encode()
 answer = json.load(urllib.request.urlopen(urllib.request.Request(base + "/completion", body), timeout=120))
-assert "content" in answer, answer
+if "Thursday" not in answer.get("content", ""):
+    sys.exit(f"install-llama: the CPU backend built here computes garbage: {answer.get('content')!r}")
 PY
 kill "$server"
 wait "$server" 2>/dev/null || true
