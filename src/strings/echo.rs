@@ -14,8 +14,9 @@
 use std::collections::HashSet;
 
 use super::model::{
-    CORRECT_BABBLE, CORRECT_BARE_NO_REPLY, CORRECT_DEFERRED, CORRECT_ECHO, CORRECT_EMPTY, CORRECT_MEMBER_CANNOT_CALL,
-    CORRECT_SILENT, CORRECT_TOOL_RESULT, CORRECT_WRITTEN_CALL, CORRECTION, correct_promise, correct_unasked, fill_call,
+    CORRECT_BABBLE, CORRECT_BARE_NO_REPLY, CORRECT_DEFERRED, CORRECT_ECHO, CORRECT_EMPTY, CORRECT_INTRODUCTION,
+    CORRECT_MEMBER_CANNOT_CALL, CORRECT_SILENT, CORRECT_TOOL_RESULT, CORRECT_WRITTEN_CALL, CORRECTION, correct_promise,
+    correct_repeat, correct_unasked, fill_call,
 };
 
 /// Words in a row that make a copy.
@@ -52,6 +53,7 @@ fn corrections() -> Vec<String> {
         CORRECT_MEMBER_CANNOT_CALL,
         CORRECT_ECHO,
         CORRECT_SILENT,
+        CORRECT_INTRODUCTION,
     ]
     .map(str::to_owned)
     .to_vec();
@@ -59,6 +61,7 @@ fn corrections() -> Vec<String> {
     all.push(correct_promise("set a reminder", "schedule", false));
     all.push(correct_unasked("schedule", "a reminder"));
     all.push(fill_call("schedule", "at, message"));
+    all.push(correct_repeat("What is the weather like?"));
     all
 }
 

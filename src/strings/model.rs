@@ -41,6 +41,21 @@ pub const CORRECT_ECHO: &str = "(richbot) Your last answer repeated richbot's no
 pub const CORRECT_SILENT: &str = "(richbot) This is a direct chat: the member wrote to you, and [no reply] \
      leaves them with nothing. Answer them in words (a short answer is fine) or with a tool call.";
 
+/// Told to the model when its whole answer was who it is, in its prompt's words ("I am
+/// Richbot (@richbot:localhost).") to a member who asked something else.
+pub const CORRECT_INTRODUCTION: &str = "(richbot) Your last answer only said who you are, which the member did not \
+     ask. Answer the member's own last message, in words or with a tool call.";
+
+/// Told to the model when its answer was word for word its answer to an earlier, other
+/// message of the member's (`asked`: the member's latest words).
+pub fn correct_repeat(asked: &str) -> String {
+    format!(
+        "(richbot) Your last answer was word for word what you answered to an earlier message, and the member \
+         now wrote something else: \"{}\". Answer that, in words or with a tool call.",
+        asked.trim().chars().take(300).collect::<String>()
+    )
+}
+
 /// Told to the model when it answered "No reply." before anything was posted.
 pub const CORRECT_BARE_NO_REPLY: &str = "(richbot) \"No reply.\" would be posted to the member as it is. Answer \
      them in words, or answer exactly [no reply] to post nothing.";

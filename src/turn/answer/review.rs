@@ -1,6 +1,6 @@
 //! What a member may read of a model's reply, decided before its text is posted: the text
 //! cleaned of copied annotations (`context::clean_answer`), and, for the turn's last
-//! reply (one without calls), seven answers that are never posted as they are:
+//! reply (one without calls), nine answers that are never posted as they are:
 //!
 //! - word salad, by the model's own odds (`agent::Odds`): the model is asked again, and
 //!   never shown it (it would copy it);
@@ -15,6 +15,11 @@
 //! - richbot's own correction repeated as the answer (`strings::repeats_richbot`): the
 //!   model is told the member never sees those notes; after a posted message, the turn
 //!   ends quietly;
+//! - only who the persona is, in its prompt's words ("I am Richbot (@richbot:localhost).")
+//!   to a member who asked something else (`repeats`): the model is told to answer;
+//! - word for word an earlier answer, given to another message (`repeats`): small models
+//!   imitate their own turns, and one copy makes the next more likely; the model is told
+//!   what the member asked now; after a posted message, the turn ends quietly;
 //! - a tool's result copied into the answer (small models repeat an error they got, and
 //!   then their own answer that did), retold ("There was an issue with the payload…"),
 //!   or made up in its shape (`{"event_id": "null"}`): the model is told it is for it,
@@ -29,6 +34,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use self::repeats::{only_introduces_itself, repeats_an_earlier_answer};
 use self::results::{copies_a_result, error_of};
 use super::promises;
 use super::unasked::Unasked;
@@ -108,7 +114,8 @@ impl Review {
             };
         }
         let echoed = repeats_a_correction(&text, messages);
-        if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text) || echoed) {
+        let repeated = repeats_an_earlier_answer(&text, messages);
+        if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text) || echoed || repeated) {
             // The marker itself: the turn ends as any `[no reply]` does.
             return Verdict::Show(strings::NO_REPLY.to_owned());
         }
@@ -131,6 +138,11 @@ impl Review {
             Some((strings::CORRECT_EMPTY.to_owned(), strings::COULD_NOT_ANSWER))
         } else if echoed {
             Some((strings::CORRECT_ECHO.to_owned(), strings::COULD_NOT_ANSWER))
+        } else if repeated {
+            Some((strings::correct_repeat(asked(messages)), strings::COULD_NOT_ANSWER))
+        } else if only_introduces_itself(&text, asked(messages)) {
+            // If the model still says only that, it may have meant it: it is posted.
+            Some((strings::CORRECT_INTRODUCTION.to_owned(), text.as_str()))
         } else if copies_a_result(&text, messages) {
             Some((strings::CORRECT_TOOL_RESULT.to_owned(), strings::COULD_NOT_ANSWER))
         } else if sends_the_member_to_a_tool(&text, tools) {
@@ -304,6 +316,11 @@ pub(in crate::turn) fn asked(messages: &[Message]) -> &str {
             _ => None,
         })
         .unwrap_or_default();
+    without_note(text)
+}
+
+/// A member's message as the model reads it, without the per-turn note before it.
+fn without_note(text: &str) -> &str {
     match text.strip_prefix(crate::turn::context::note::OPEN) {
         // The member's words start at their name, on the line after the note's.
         Some(noted) => noted.find("\n@").map_or("", |at| &noted[at + 1..]),
@@ -311,6 +328,7 @@ pub(in crate::turn) fn asked(messages: &[Message]) -> &str {
     }
 }
 
+mod repeats;
 mod results;
 #[cfg(test)]
 mod nothing_tests;
