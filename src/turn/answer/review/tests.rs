@@ -251,6 +251,24 @@ fn a_tool_error_retold_to_the_member_goes_back_and_a_payload_spoken_of_otherwise
     ];
     let review = Review::default();
     assert_eq!(review.judge(&reply(retold), &failed, &tools()), Verdict::Correct(strings::CORRECT_TOOL_RESULT.into()));
+    // The answers benchmark (seed 3): its weather block had `"temp": null`, and the member
+    // was asked to provide what the model's call missed.
+    let missing = [
+        failed[0].clone(),
+        failed[1].clone(),
+        Message::Tool {
+            call_id: "c".into(),
+            content:
+                json!({"error": "blocks[0] (weather): missing required field \"temp\"", "code": "invalid_payload"})
+                    .to_string(),
+        },
+    ];
+    let asks = "To get the weather, you need to provide the temperature.";
+    assert_eq!(review.judge(&reply(asks), &missing, &tools()), Verdict::Correct(strings::CORRECT_TOOL_RESULT.into()));
+    let honest = "I can't look up today's weather in Porto: I have no weather source.";
+    assert_eq!(Review::default().judge(&reply(honest), &missing, &tools()), Verdict::Show(honest.into()));
+    let clarifies = "Which city do you mean? Please provide its name.";
+    assert_eq!(Review::default().judge(&reply(clarifies), &missing, &tools()), Verdict::Show(clarifies.into()));
     // With no call failed, a payload is the member's subject (an HTTP question).
     let asked = [Message::User("@alice:x: What is a JSON payload?".into())];
     let answer = "A payload is the data a request carries, such as a JSON object in a POST body.";
