@@ -55,7 +55,10 @@ async fn rich_edit_cannot_reach_a_message_in_a_room_the_asker_is_not_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_echo_bot_in_a_dm_gets_at_most_the_bucket_and_one_notice() {
     let env = Env::start_with(with_limits("[limits]\nturns_per_room_per_minute = 3\n")).await;
-    env.llm.respond_with(|_| text("An answer worth echoing."));
+    // Each answer its own words: the same words to another message go back to the model
+    // as a repeat, which would spend requests this test counts.
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    env.llm.respond_with(move |_| text(&format!("Answer {} worth echoing.", answered.fetch_add(1, Ordering::Relaxed))));
     let dm = env.dm().await;
     // Alice's client plays an echo bot: whatever the persona posts, it posts back as text.
     let stop = Arc::new(AtomicBool::new(false));
