@@ -19,7 +19,8 @@
 //!   to a member who asked something else (`repeats`): the model is told to answer;
 //! - word for word an earlier answer, given to another message (`repeats`): small models
 //!   imitate their own turns, and one copy makes the next more likely; the model is told
-//!   what the member asked now; after a posted message, the turn ends quietly;
+//!   what the member asked now; after a posted message, the turn ends quietly (as it does
+//!   after an answer that only refuses: "I'm sorry, but I can't assist with that.");
 //! - a tool's result copied into the answer (small models repeat an error they got, and
 //!   then their own answer that did), retold ("There was an issue with the payload…"),
 //!   or made up in its shape (`{"event_id": "null"}`): the model is told it is for it,
@@ -115,7 +116,9 @@ impl Review {
         }
         let echoed = repeats_a_correction(&text, messages);
         let repeated = repeats_an_earlier_answer(&text, messages);
-        if posted(messages) && (means_no_reply(&text) || talks_of_the_tools(&text) || echoed || repeated) {
+        if posted(messages)
+            && (means_no_reply(&text) || talks_of_the_tools(&text) || echoed || repeated || only_refuses(&text))
+        {
             // The marker itself: the turn ends as any `[no reply]` does.
             return Verdict::Show(strings::NO_REPLY.to_owned());
         }
@@ -204,6 +207,19 @@ fn sends_the_member_to_a_tool(answer: &str, tools: &[ToolSpec]) -> bool {
         let pleads = answer[..c.get(0).map_or(0, |m| m.start())].to_lowercase().trim_end().ends_with("please");
         pleads || tools.iter().any(|t| t.name == name) || crate::blocks::spec(&name).is_some()
     })
+}
+
+/// Whether `answer` is only a refusal ("I'm sorry, but I can't assist with that.",
+/// Qwen2.5-Coder-1.5B, the answers benchmark, seed 3, right after its poll was posted):
+/// after a posted message it says the opposite of what was done.
+fn only_refuses(answer: &str) -> bool {
+    static REFUSES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)^((i'?m|i am) sorry,?\s*(but\s*)?)?i\s*(can'?t|cannot|can not|am unable to|'m unable to)\s+(assist|help)(\s+you)?\s+with\s+(that|this)(\s+request)?\s*[.!]?$",
+        )
+        .expect("a valid regex")
+    });
+    REFUSES.is_match(crate::render::plain_text(answer).trim())
 }
 
 /// Whether `answer` only asks the member to wait ("To find the current weather in Porto,

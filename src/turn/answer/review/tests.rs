@@ -38,6 +38,10 @@ fn after_a_posted_message_no_reply_in_any_form_is_nothing_to_post() {
     assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
     let explained = "The tool response means your message is in the room.";
     assert_eq!(review.judge(&reply(explained), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+    // A refusal right after the poll it made was posted (the answers benchmark, seed 3).
+    for refusal in ["I'm sorry, but I can't assist with that.", "I cannot help with this request"] {
+        assert_eq!(review.judge(&reply(refusal), &turn, &tools()), Verdict::Show(strings::NO_REPLY.into()));
+    }
     let toolbox = reply("A hammer is the tool responsible for most of it.");
     assert_eq!(review.judge(&toolbox, &turn, &tools()), Verdict::Show(toolbox.text.clone().unwrap_or_default()));
     // Before anything was posted, "No reply." may be the answer to a question.
