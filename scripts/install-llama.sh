@@ -89,28 +89,7 @@ rm -rf "$DIR/build"
 
 # One completion with a known answer, so a server that cannot run here, or computes
 # garbage, fails the install, not the tests.
-port="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$VENV/bin/llama-server-vulkan" -m "$MODEL" --host 127.0.0.1 --port "$port" -c 512 -np 1 -t 1 \
-  >"$DIR/smoke.log" 2>&1 &
-server=$!
-"$VENV/bin/python" - "$port" <<'PY' || { kill "$server" 2>/dev/null; tail -5 "$DIR/smoke.log" >&2; exit 1; }
-import json, sys, time, urllib.request
-base = f"http://127.0.0.1:{sys.argv[1]}"
-deadline = time.time() + 120
-while True:
-    try:
-        urllib.request.urlopen(base + "/health", timeout=5)
-        break
-    except Exception:
-        if time.time() > deadline:
-            sys.exit("install-llama: llama-server did not come up")
-        time.sleep(0.5)
-body = json.dumps({"prompt": "Monday, Tuesday, Wednesday,", "n_predict": 3, "temperature": 0}).encode()
-answer = json.load(urllib.request.urlopen(urllib.request.Request(base + "/completion", body), timeout=120))
-if "Thursday" not in answer.get("content", ""):
-    sys.exit(f"install-llama: the CPU backend built here computes garbage: {answer.get('content')!r}")
-PY
-kill "$server"
-wait "$server" 2>/dev/null || true
+PYTHON="$VENV/bin/python" bash "$ROOT/scripts/llama-smoke.sh" install-llama "$VENV/bin/llama-server-vulkan" \
+  "$MODEL" "$DIR/smoke.log" completion "Monday, Tuesday, Wednesday," Thursday -t 1
 touch "$done_marker"
 echo "install-llama: done" >&2

@@ -36,32 +36,8 @@ LLAMA="$(readlink -f "$ROOT/target/llama")"
 probe_marker="$LLAMA/.installed-qwen-answers"
 probe() {
   [ -f "$probe_marker" ] && return 0
-  local port server
-  port="$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  "$LLAMA/venv/bin/llama-server-vulkan" -m "$MODEL" --host 127.0.0.1 --port "$port" -c 512 -np 1 -t 2 --jinja \
-    >"$DIR/smoke.log" 2>&1 &
-  server=$!
-  "$PYTHON" - "$port" <<'PY' || { kill "$server" 2>/dev/null; tail -5 "$DIR/smoke.log" >&2; exit 1; }
-import json, sys, time, urllib.request
-base = f"http://127.0.0.1:{sys.argv[1]}"
-deadline = time.time() + 120
-while True:
-    try:
-        urllib.request.urlopen(base + "/health", timeout=5)
-        break
-    except Exception:
-        if time.time() > deadline:
-            sys.exit("install-qwen: llama-server did not come up with Qwen")
-        time.sleep(0.5)
-question = {"role": "user", "content": "What is the capital of France? Answer in one sentence."}
-body = json.dumps({"messages": [question], "temperature": 0, "max_tokens": 16}).encode()
-request = urllib.request.Request(base + "/v1/chat/completions", body, {"Content-Type": "application/json"})
-answer = json.load(urllib.request.urlopen(request, timeout=300))["choices"][0]["message"].get("content") or ""
-if "Paris" not in answer:
-    sys.exit(f"install-qwen: llama-server's CPU backend computes garbage with Qwen here: {answer!r}")
-PY
-  kill "$server"
-  wait "$server" 2>/dev/null || true
+  bash "$ROOT/scripts/llama-smoke.sh" install-qwen "$LLAMA/venv/bin/llama-server-vulkan" "$MODEL" "$DIR/smoke.log" \
+    chat "What is the capital of France? Answer in one sentence." Paris -t 2 --jinja
   touch "$probe_marker"
 }
 if [ -f "$done_marker" ] && [ -f "$MODEL" ]; then
