@@ -2,10 +2,11 @@
 //! into `target/synapse/venv` (cached), configured in a fresh work folder (on tmpfs when
 //! there is one), on a free loopback port, with our appservice registered and what
 //! end-to-end encryption needs on (to-device messages, device lists and one-time key
-//! counts in transactions; devices made by the appservice). Stopped by PID on drop.
+//! counts in transactions; devices made by the appservice). Forked from a process that
+//! has imported Synapse already (`synapse_forks`); stopped by PID on drop.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -20,8 +21,12 @@ pub struct Synapse {
     pub dir: PathBuf,
     pub as_token: String,
     pub registration: PathBuf,
-    child: Option<Child>,
+    /// The running homeserver's PID.
+    pid: Option<u32>,
 }
+
+#[path = "synapse_forks.rs"]
+mod forks;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -172,52 +177,37 @@ impl Synapse {
         )
         .expect("log.config");
         std::fs::write(dir.join("signing.key"), signing_key()).expect("signing.key");
-        let mut s = Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, registration, child: None };
+        let mut s = Self { url: format!("http://127.0.0.1:{port}"), port, dir, as_token, registration, pid: None };
         s.launch();
         s
     }
 
     /// Starts the Synapse process (again, after `stop`) on the same database and port.
     pub fn launch(&mut self) {
-        let out =
-            std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("synapse.out")).expect("log file");
-        let child = Command::new(venv().join("bin/python"))
-            .args(["-m", "synapse.app.homeserver", "-c"])
-            .arg(self.dir.join("homeserver.yaml"))
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().expect("clone"))
-            .stderr(out)
-            .spawn()
-            .expect("starting Synapse");
-        self.child = Some(child);
+        let script = root().join("scripts/synapse-forks.py");
+        let out = self.dir.join("synapse.out");
+        let config = self.dir.join("homeserver.yaml");
+        let pid = forks::start(&venv().join("bin/python"), &script, &config, &self.dir, &out);
+        self.pid = Some(pid);
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if versions_ok(self.port) {
                 return;
             }
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                let log = std::fs::read_to_string(self.dir.join("synapse.out")).unwrap_or_default();
-                panic!("Synapse exited during start ({status}):\n{log}");
+            if !forks::alive(pid) {
+                self.pid = None;
+                let log = std::fs::read_to_string(&out).unwrap_or_default();
+                panic!("Synapse exited during start:\n{log}");
             }
             assert!(Instant::now() < deadline, "Synapse not ready after 90 s; see {}", self.dir.display());
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 
-    /// Stops Synapse (SIGTERM, then SIGKILL) by the PID we started.
+    /// Stops Synapse (SIGTERM, then SIGKILL) by its PID.
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(15);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(pid) = self.pid.take() {
+            forks::stop(pid);
         }
     }
 
