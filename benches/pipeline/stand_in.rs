@@ -68,8 +68,9 @@ pub async fn llm(log: Shared, delay: Duration) -> String {
 
 async fn chat(State(log): State<Shared>, body: Bytes, delay: Duration) -> Response {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let last = request["messages"].as_array().and_then(|m| m.last()).map(Value::to_string).unwrap_or_default();
-    let n = number_after(&last, "q-");
+    // The member's last message (richbot may put a note of its own after it).
+    let messages = request["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let n = messages.iter().rev().filter(|m| m["role"] == "user").find_map(|m| number_after(&m.to_string(), "q-"));
     if let Some(n) = n {
         log.lock().expect("log").asked.entry(n).or_insert_with(Instant::now);
     }

@@ -160,3 +160,41 @@ async fn a_persona_with_a_greeting_greets_once_when_it_joins() {
     assert!(env.alice.messages_from(&plain, BOT).await.is_empty(), "personas without a greeting say nothing on join");
     assert_eq!(env.alice.messages_from(&room, "@rb_greeter:localhost").await.len(), 1);
 }
+
+/// Synapse numbers every appservice's transactions from one sequence: beside a bridge,
+/// richbot's numbers skip. The first skip after numbers one by one is asked about (a 503,
+/// for a transaction Synapse may have made and not sent); Synapse answers by sending the
+/// same transaction again, not a skipped one, and from then on richbot takes skips for
+/// the bridge's and answers at once (each 503 had held the next answer for Synapse's
+/// back-off).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beside_another_appservice_a_skip_in_the_numbering_is_asked_about_once_then_taken_for_theirs() {
+    use crate::support::bridge::ALIAS_PREFIX;
+    use crate::support::llm::text;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let env = Env::start_with(crate::support::Options { bridge: true, ..Default::default() }).await;
+    let answered = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = answered.clone();
+    env.llm.respond_with(move |_| text(&format!("Answer {} to you.", counter.fetch_add(1, Ordering::Relaxed) + 1)));
+    let room = env.dm().await;
+    env.alice.say(&room, "first question").await;
+    env.wait_messages(&room, BOT, 1).await;
+    let body = serde_json::json!({"room_alias_name": format!("{ALIAS_PREFIX}one")});
+    let bridged = env.alice.create_room_with(body).await;
+    for (i, question) in ["second question", "third question"].into_iter().enumerate() {
+        // Events only the bridge is sent: richbot's next number skips theirs.
+        env.alice.say(&bridged, &format!("to the bridge {i}")).await;
+        env.alice.say(&room, question).await;
+        env.wait_messages(&room, BOT, i + 2).await;
+    }
+    // richbot handles a transaction it answers 503 for, so the answer above does not wait
+    // for Synapse's recoverer; this one would (a new transaction waits behind it), and by
+    // its answer every 503 is in Synapse's log.
+    env.alice.say(&room, "fourth question").await;
+    env.wait_messages(&room, BOT, 4).await;
+    let log = std::fs::read_to_string(env.synapse.dir.join("homeserver.log")).expect("Synapse's log");
+    let answered_503: Vec<&str> =
+        log.lines().filter(|l| l.contains("/_matrix/app/v1/transactions/") && l.ends_with(": 503")).collect();
+    assert_eq!(answered_503.len(), 1, "one skip asked about, the next taken for the bridge's: {answered_503:#?}");
+    assert_eq!(answered.load(Ordering::Relaxed), 4, "four questions, four answers");
+}

@@ -2,6 +2,7 @@
 //! itself (in-process or as the real binary), and plain-HTTP human users.
 
 pub mod answers;
+pub mod bridge;
 pub mod courier;
 pub mod e2ee;
 pub mod fake_hs;
@@ -265,6 +266,9 @@ pub struct Options {
     /// The crypto secrets are sealed with a pickle key (`pickle.key` in the test's folder),
     /// as `richbot init` sets a deployment up; false: stored clear, as before the key.
     pub pickle_key: bool,
+    /// Another appservice shares the homeserver (`bridge`), registered before richbot
+    /// starts.
+    pub bridge: bool,
 }
 
 impl Default for Options {
@@ -279,6 +283,7 @@ impl Default for Options {
             llm: None,
             llm_lines: "",
             pickle_key: true,
+            bridge: false,
         }
     }
 }
@@ -327,12 +332,22 @@ impl Env {
         };
         let as_addr = front.as_ref().map_or(bot_addr, |f| f.local_addr().expect("addr"));
         let encryption = opts.homeserver_encryption;
-        let synapse = tokio::task::spawn_blocking(move || match encryption {
+        let mut synapse = tokio::task::spawn_blocking(move || match encryption {
             true => Synapse::start(&format!("http://{as_addr}")),
             false => Synapse::start_without_encryption(&format!("http://{as_addr}")),
         })
         .await
         .expect("synapse");
+        if opts.bridge {
+            let registration = synapse.dir.join("bridge.yaml");
+            bridge::start(&registration).await;
+            synapse = tokio::task::spawn_blocking(move || {
+                synapse.add_appservice(&registration);
+                synapse
+            })
+            .await
+            .expect("synapse with the bridge");
+        }
         let courier = front.map(|f| courier::Courier::start(f, bot_addr));
         let llm = FakeLlm::start().await;
         let lossy = match opts.lossy {

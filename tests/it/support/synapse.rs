@@ -213,7 +213,6 @@ impl Synapse {
 
     /// Registers another appservice beside ours, from its registration file, and restarts
     /// Synapse to read it (it reads registrations only at start).
-    #[allow(dead_code, reason = "the pipeline bench's synapse scenario uses it, no test does")]
     pub fn add_appservice(&mut self, registration: &Path) {
         let config = self.dir.join("homeserver.yaml");
         let yaml = std::fs::read_to_string(&config).expect("homeserver.yaml");
