@@ -18,6 +18,9 @@ use crate::support::{BOT, Env, Options, eventually, room_id};
 /// has the answer, and the repeats were not run (`agent::guard`).
 const REPEATED: &str = "unfinished: the model made the same rich_send call 3 times";
 
+/// How a turn ends when the model's replies are cut at the token limit twice.
+const CUT_TWICE: &str = "unfinished: the model's tool calls were cut off twice";
+
 async fn env(stream: bool) -> (LlamaServer, Env) {
     let llama = LlamaServer::start().await;
     let llm = Some((llama.base_url.clone(), MODEL.to_owned(), LlamaServer::llm_toml(stream)));
@@ -58,12 +61,19 @@ async fn streamed_a_dm_question_is_answered_as_a_rich_weather_message_and_so_is_
     // The follow-up is asked with the first exchange in the conversation. This base model
     // copies the last answer's form: what it says (a rich message or text) varies with the
     // prompt's event ids, so only that it answers, about Rome, and nothing is left live.
+    // Some ids make it run on past the token limit twice (a CI run): then the member reads
+    // the one sentence that says so, as when it loses its way (the test below).
     env.alice.say(&room, "Show the weather in Rome as a rich message.").await;
     let (outcomes, both) = answers(&env, &room, 2).await;
-    assert!(["answered", "no_reply", REPEATED].contains(&outcomes[1].as_str()), "{outcomes:?}");
     let latest = |m: &Value| m["content"].get("m.new_content").unwrap_or(&m["content"]).clone();
     let last = latest(both.last().expect("the follow-up's answer"));
-    assert!(last["body"].as_str().is_some_and(|b| b.contains("Rome")), "{both:#?}");
+    let body = last["body"].as_str().unwrap_or_default();
+    if outcomes[1] == CUT_TWICE {
+        assert_eq!(body, richbot::strings::MODEL_CUT_OFF, "{both:#?}");
+    } else {
+        assert!(["answered", "no_reply", REPEATED].contains(&outcomes[1].as_str()), "{outcomes:?}");
+        assert!(body.contains("Rome"), "{both:#?}");
+    }
     assert!(last.get("org.matrix.msc4357.live").is_none(), "left live: {both:#?}");
 
     // `check --model` says this model's call is valid.
