@@ -11,7 +11,7 @@
 //! XChaCha20-Poly1305 ciphertext (with its tag) of the clear value. The persona's id is the
 //! associated data, so a value moved to another persona's rows does not open. A clear
 //! value (JSON, never starting with the prefix) is still read, which is how a store from
-//! before the key is read while it is sealed (`store::pickles`).
+//! before the key is read while it is sealed (`store::crypto`, `pickles.rs`).
 
 use std::path::Path;
 

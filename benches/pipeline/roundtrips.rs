@@ -1,5 +1,5 @@
 //! What one DM turn asks of the database: every statement richbot runs (sqlx logs each
-//! at `debug` under `sqlx::query`) and every WAL flush (`richbot::store::durable` logs
+//! at `debug` under `sqlx::query`) and every WAL flush (`richbot::store::engine::durable` logs
 //! each), from the question's transaction to the turn's end, in order, read from the
 //! log of a real `richbot serve`. The LLM answers at once, streamed as the stand-in does.
 
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::server::Server;
 use crate::stand_in;
 
-const FILTER: &str = "error,sqlx::query=debug,richbot::store::durable=debug";
+const FILTER: &str = "error,sqlx::query=debug,richbot::store::engine::durable=debug";
 
 pub async fn one_turn() {
     println!("\n## one DM turn's database work (question committed -> turn finished)\n");

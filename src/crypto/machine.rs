@@ -3,7 +3,7 @@
 //! The machine keeps parts of its state in memory (the account, sessions in use), so two
 //! of them must never advance the same persona's state at once: within a process a
 //! mutex keeps them apart; among instances on one PostgreSQL, the persona's crypto lease
-//! (`store::crypto_flow`) does, and its generation tells a holder that another instance
+//! (`store::crypto`, `flow.rs`) does, and its generation tells a holder that another instance
 //! advanced the state since it last held it, so its machine is rebuilt from the database
 //! before use. While held among instances the lease is renewed every third of its term,
 //! and [`Held::fence`] checks that it still is before anything goes out.

@@ -87,7 +87,7 @@ fn insert_sql(backend: Backend, n: usize) -> &'static str {
                     "INSERT INTO events (event_id, room_id, sender, event_type, state_key, origin_ts, event, received_at, processed)
                      VALUES {rows} ON CONFLICT (event_id) DO NOTHING"
                 );
-                [super::params::positional(&sql).into_owned(), sql]
+                [super::engine::params::positional(&sql).into_owned(), sql]
             })
             .collect()
     });

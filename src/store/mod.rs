@@ -24,37 +24,34 @@
 //! (redactions) instead of leaving it in free pages. The database and its WAL files are
 //! owner-only (0600): they hold every message richbot has seen.
 
-mod agents;
-mod approvals;
-mod checkpoint;
-mod copy;
-mod crypto_flow;
-mod crypto_inbox;
-mod crypto_lookup;
-mod crypto_replay;
-mod crypto_state;
-mod durable;
+// The tables of the pipeline, in its order: transactions and events in, rooms and who
+// may invite, leases between instances, turns and their budgets, writes out and what was
+// sent, and what turns keep (voice transcripts, uploads).
+mod transactions;
 mod events;
+mod rooms;
 mod invites;
 mod leases;
-mod lock;
-mod meta;
-mod open;
-mod params;
-mod outbox;
-mod pickles;
-mod polls;
-mod retention;
-mod room_crypto;
-mod rooms;
-mod schedules;
-mod sent;
-mod settings;
-mod transactions;
-mod transcripts;
 mod turns;
-mod uploads;
 mod usage;
+mod outbox;
+mod sent;
+mod transcripts;
+mod uploads;
+// What members and other agents asked for that outlives a turn.
+mod polls;
+mod schedules;
+mod settings;
+mod approvals;
+mod agents;
+// The installation's facts, and forgetting what is older than the history kept.
+mod meta;
+mod retention;
+// The personas' end-to-end encryption state (`crypto/`), and the database itself, not a
+// table of it: opening, durability, checkpoints, the lock, placeholders, copying
+// (`engine/`).
+mod crypto;
+mod engine;
 
 use std::sync::{Arc, Mutex};
 
@@ -64,19 +61,15 @@ use sqlx::{AnyPool, Row};
 
 pub use agents::AgentRequest;
 pub use approvals::{Approval, NewApproval};
-pub use copy::Table;
-pub use crypto_flow::WAITING_FOR_KEY;
-pub use crypto_inbox::InboxRow;
-pub use crypto_state::{CryptoWrite, Fence, GroupSessionRow, OlmSessionRow};
+pub use crypto::{
+    CryptoWrite, Fence, GroupSessionRow, InboxRow, OlmSessionRow, RoomEncryption, Rotation, WAITING_FOR_KEY,
+};
+pub use engine::{Held, Table, file_path, lock_file};
 pub use events::{NewEvent, StoredEvent};
 pub use leases::RoomFacts;
-pub use lock::{Held, lock_file};
-pub use open::file_path;
 pub use outbox::{NewWrite, OutboxRow, OutboxState};
 pub use polls::{NewPoll, PollReply, PollRow};
 pub use retention::Pruned;
-pub use room_crypto::RoomEncryption;
-pub use room_crypto::Rotation;
 pub use schedules::{NewScheduleRow, Over, ScheduleRow};
 pub use sent::{NewSent, SentMessage};
 pub use transactions::TxnSeen;
@@ -187,13 +180,13 @@ pub struct Store {
     /// Every statement that writes runs here: SQLite's one writer connection, or a pool
     /// of writers on PostgreSQL.
     writer: AnyPool,
-    durable: Arc<durable::Durable>,
+    durable: Arc<engine::durable::Durable>,
     /// Joined members per room, read once from `room_members` and dropped when they change
     /// (triage asks for them on every message); only in the process that owns the database
     /// (`caching_members`), since another process's changes would not drop them.
     members: Option<Arc<Mutex<rooms::Members>>>,
     /// SQLite's WAL checkpoints (`checkpoint.rs`), running while a handle lives.
-    checkpoints: Option<Arc<checkpoint::Checkpoints>>,
+    checkpoints: Option<Arc<engine::checkpoint::Checkpoints>>,
     /// What the crypto secrets are sealed with (`pickles.rs`).
     pickles: Option<Arc<crate::pickle::PickleKey>>,
 }

@@ -1,4 +1,4 @@
-//! Who may use a PostgreSQL database at once (`store::lock`): any number of `serve`
+//! Who may use a PostgreSQL database at once (`store::engine`, `lock.rs`): any number of `serve`
 //! instances (they share the rooms through leases), but `richbot migrate` only alone: it
 //! is refused while an instance serves, with the holder named, and an instance is refused
 //! while it copies; a room lease ends with its holder's session, and an instance whose

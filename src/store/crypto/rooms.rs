@@ -5,7 +5,7 @@
 use ruma::RoomId;
 use sqlx::Row;
 
-use super::{Result, Store};
+use crate::store::{Result, Store};
 
 /// When a room's outbound session is replaced (`m.room.encryption`'s rotation periods):
 /// none set, the spec's defaults hold.

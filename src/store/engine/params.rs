@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use super::{Backend, Store};
+use crate::store::{Backend, Store};
 
 /// `sql` with its `$1, $2, …` as `?`s, when they appear once each in order; else `sql`.
 pub fn positional(sql: &str) -> Cow<'_, str> {
@@ -53,7 +53,7 @@ pub fn positional(sql: &str) -> Cow<'_, str> {
 impl Store {
     /// `sql` (with `$N` placeholders) as this database binds it fastest (see the module
     /// docs); for statements of many parameters.
-    pub(super) fn many_params<'a>(&self, sql: &'a str) -> Cow<'a, str> {
+    pub(in crate::store) fn many_params<'a>(&self, sql: &'a str) -> Cow<'a, str> {
         match self.backend {
             Backend::Sqlite => positional(sql),
             Backend::Postgres => Cow::Borrowed(sql),

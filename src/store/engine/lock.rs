@@ -8,13 +8,13 @@
 
 use sqlx::{AnyConnection, Connection, Row};
 
-use super::{Backend, Error, Result, Store};
 use crate::private_files;
+use crate::store::{Backend, Error, Result, Store};
 
 /// Locks the file beside an SQLite database (`None` for PostgreSQL, which
 /// [`Store::exclusive`] takes once open); taken before the database is opened.
 pub fn lock_file(url: &str) -> Result<Option<private_files::Lock>, private_files::LockError> {
-    super::file_path(url).map(|db| private_files::lock(&db.with_extension("lock"))).transpose()
+    crate::store::file_path(url).map(|db| private_files::lock(&db.with_extension("lock"))).transpose()
 }
 
 /// The advisory lock key: "richbot" in ASCII, so other applications sharing the server

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use sqlx::Row;
 
-use super::{Error, Result, Store};
 use crate::pickle::{self, PickleKey};
+use crate::store::{Error, Result, Store};
 
 /// Each sealed table and the column that, with `persona`, names a row.
 const SEALED: [(&str, &str); 4] = [
@@ -54,7 +54,7 @@ impl Store {
     }
 
     /// `clear`, as `persona`'s row stores it.
-    pub(super) fn seal(&self, persona: &str, clear: &str) -> String {
+    pub(in crate::store) fn seal(&self, persona: &str, clear: &str) -> String {
         match &self.pickles {
             Some(key) => key.seal(persona, clear),
             None => clear.to_owned(),
@@ -62,12 +62,12 @@ impl Store {
     }
 
     /// `clear`, as `persona`'s `crypto_kv` row `key` stores it.
-    pub(super) fn seal_kv(&self, persona: &str, key: &str, clear: &str) -> String {
+    pub(in crate::store) fn seal_kv(&self, persona: &str, key: &str, clear: &str) -> String {
         if key.starts_with(CLEAR_KV) { clear.to_owned() } else { self.seal(persona, clear) }
     }
 
     /// A stored value of `persona`'s, clear.
-    pub(super) fn unseal(&self, persona: &str, stored: String) -> Result<String> {
+    pub(in crate::store) fn unseal(&self, persona: &str, stored: String) -> Result<String> {
         pickle::open(self.pickles.as_deref(), persona, stored).map_err(|e| Error::Pickle(persona.to_owned(), e))
     }
 

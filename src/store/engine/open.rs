@@ -7,10 +7,11 @@ use std::sync::Arc;
 use sqlx::Executor;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 
-use super::{BUSY_TIMEOUT, Backend, Error, POSTGRES, Result, SQLITE, Store, checkpoint, durable};
+use super::{checkpoint, durable};
+use crate::store::{BUSY_TIMEOUT, Backend, Error, POSTGRES, Result, SQLITE, Store};
 
 impl Store {
-    pub(super) async fn open_postgres(url: &str) -> Result<Self> {
+    pub(in crate::store) async fn open_postgres(url: &str) -> Result<Self> {
         let options = AnyConnectOptions::from_str(url)?;
         // PostgreSQL takes writers side by side (and several instances write anyway), so
         // the inbox's commits need not queue behind the workers' as on SQLite's one writer.
@@ -24,7 +25,7 @@ impl Store {
         Ok(Self { backend: Backend::Postgres, pool, writer, durable, members: None, checkpoints: None, pickles: None })
     }
 
-    pub(super) async fn open_sqlite(url: &str, full: bool) -> Result<Self> {
+    pub(in crate::store) async fn open_sqlite(url: &str, full: bool) -> Result<Self> {
         let file = file_path(url);
         if let Some(path) = &file {
             private_file(path)?;

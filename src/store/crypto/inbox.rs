@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 
-use super::{Result, Store};
+use crate::store::{Result, Store};
 
 /// Crypto inbox pieces set aside that are kept per persona (the newest).
 pub const ASIDE_KEPT: i64 = 1000;

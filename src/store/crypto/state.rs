@@ -8,7 +8,7 @@
 //! one call (a new Olm session and the account that no longer holds its one-time key, a
 //! room key, an advanced outbound session) lands whole or not at all.
 
-use super::{Result, Store};
+use crate::store::{Result, Store};
 
 /// An Olm session to store.
 #[derive(Debug, Clone)]
@@ -93,7 +93,7 @@ impl Store {
         if let Some(fence) = &w.fence {
             // Locked until the save commits (PostgreSQL): no other instance takes the lease
             // in between.
-            let lock = if self.backend == super::Backend::Postgres { " FOR UPDATE" } else { "" };
+            let lock = if self.backend == crate::store::Backend::Postgres { " FOR UPDATE" } else { "" };
             let sql = format!(
                 "SELECT 1 AS held FROM crypto_leases WHERE persona = $1 AND holder = $2 AND generation = $3
                  AND expires_at > $4{lock}"
@@ -106,7 +106,7 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
             if held.is_none() {
-                return Err(super::Error::LeaseLost(persona.to_owned()));
+                return Err(crate::store::Error::LeaseLost(persona.to_owned()));
             }
         }
         for (key, value) in &w.kv {

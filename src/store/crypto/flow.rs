@@ -5,7 +5,7 @@
 use ruma::{OwnedRoomId, RoomId};
 use sqlx::Row;
 
-use super::{Result, Store, id};
+use crate::store::{Result, Store, id};
 
 /// Events set aside to wait for their key have this `processed` value: neither pending
 /// (0) nor done (1), so the room goes on without them.

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Result, Store};
+use crate::store::{Result, Store};
 
 impl Store {
     /// Records that `event_id` carried `index` of megolm session `session` (an encoded

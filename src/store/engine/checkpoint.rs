@@ -37,14 +37,14 @@ const TRUNCATE_FOR: Duration = Duration::from_secs(5);
 
 /// Kept by every handle on the store; the checkpointer runs while one lives.
 #[derive(Debug, Default)]
-pub(super) struct Checkpoints {
+pub(in crate::store) struct Checkpoints {
     inserts: AtomicU32,
     due: Notify,
 }
 
 impl Checkpoints {
     /// An insert of events was committed.
-    pub(super) fn inserted(&self) {
+    pub(in crate::store) fn inserted(&self) {
         if self.inserts.fetch_add(1, Ordering::Relaxed) + 1 >= BATCHES {
             self.due.notify_one();
         }
@@ -53,7 +53,7 @@ impl Checkpoints {
 
 /// Starts checkpointing the database of `readers` and `writer`; returns the token its
 /// handles keep.
-pub(super) fn start(readers: AnyPool, writer: AnyPool) -> Arc<Checkpoints> {
+pub(in crate::store) fn start(readers: AnyPool, writer: AnyPool) -> Arc<Checkpoints> {
     let checkpoints = Arc::new(Checkpoints::default());
     let weak: Weak<Checkpoints> = Arc::downgrade(&checkpoints);
     tokio::spawn(async move {
@@ -92,9 +92,9 @@ async fn checkpoint(readers: &AnyPool, writer: &AnyPool) -> Result<(), sqlx::Err
     Ok(())
 }
 
-impl super::Store {
+impl crate::store::Store {
     /// Counts an insert of events towards the next checkpoint.
-    pub(super) fn inserted(&self) {
+    pub(in crate::store) fn inserted(&self) {
         if let Some(c) = &self.checkpoints {
             c.inserted();
         }
@@ -106,8 +106,8 @@ impl super::Store {
     /// it busy: it is tried again every few milliseconds for at most [`TRUNCATE_FOR`].
     /// Each try fails at once rather than wait in SQLite's busy handler (10 s, holding the
     /// writer), and the writer is free between tries, so other writes go on meanwhile.
-    pub(super) async fn truncate_wal(&self) -> super::Result<()> {
-        if self.backend != super::Backend::Sqlite {
+    pub(in crate::store) async fn truncate_wal(&self) -> crate::store::Result<()> {
+        if self.backend != crate::store::Backend::Sqlite {
             return Ok(());
         }
         let deadline = tokio::time::Instant::now() + TRUNCATE_FOR;
@@ -115,7 +115,7 @@ impl super::Store {
             let mut conn = self.writer.acquire().await?;
             sqlx::query("PRAGMA busy_timeout = 0").execute(&mut *conn).await?;
             let tried = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&mut *conn).await;
-            sqlx::query(super::BUSY_TIMEOUT).execute(&mut *conn).await?;
+            sqlx::query(crate::store::BUSY_TIMEOUT).execute(&mut *conn).await?;
             drop(conn);
             if tried?.try_get::<i64, _>(0)? == 0 {
                 return Ok(());

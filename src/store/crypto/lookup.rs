@@ -4,7 +4,7 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Result, Store};
+use crate::store::{Result, Store};
 
 fn text(row: &AnyRow, column: &str) -> Result<String> {
     Ok(row.try_get(column)?)

@@ -9,7 +9,7 @@ use sqlx::any::AnyArguments;
 use sqlx::query::Query;
 use sqlx::{Any, Row};
 
-use super::{Backend, Error, Result, Store};
+use crate::store::{Backend, Error, Result, Store};
 
 /// Values per INSERT statement (several rows each), well under both parameter limits.
 const VALUES_PER_INSERT: usize = 500;
@@ -130,8 +130,10 @@ fn values(row: &sqlx::any::AnyRow, table: &Table) -> Result<Vec<Value>> {
 /// An INSERT of as many rows as `batch` holds.
 fn insert_sql(table: &str, columns: &str, batch: &[Vec<Value>]) -> String {
     let width = batch.first().map_or(0, Vec::len);
-    let tuples =
-        (0..batch.len()).map(|r| format!("({})", super::list(r * width + 1, width))).collect::<Vec<_>>().join(", ");
+    let tuples = (0..batch.len())
+        .map(|r| format!("({})", crate::store::list(r * width + 1, width)))
+        .collect::<Vec<_>>()
+        .join(", ");
     format!("INSERT INTO \"{table}\" ({columns}) VALUES {tuples}")
 }
 

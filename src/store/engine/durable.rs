@@ -24,12 +24,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Mutex;
 
-use super::{Error, Result};
+use crate::store::{Error, Result};
 
 /// The flush barrier of one database file (none for an in-memory database, or when
 /// `database.synchronous = "normal"`).
 #[derive(Debug)]
-pub(super) struct Durable {
+pub(in crate::store) struct Durable {
     db: Option<PathBuf>,
     /// Tickets handed out (each after its caller's commit).
     tickets: AtomicU64,
@@ -40,12 +40,12 @@ pub(super) struct Durable {
 }
 
 impl Durable {
-    pub(super) fn new(db: Option<PathBuf>) -> Self {
+    pub(in crate::store) fn new(db: Option<PathBuf>) -> Self {
         Self { db, tickets: AtomicU64::new(0), flushed: Mutex::new(0), flushes: AtomicU64::new(0) }
     }
 
     /// Returns once every transaction committed before the call is on disk.
-    pub(super) async fn sync(&self) -> Result<()> {
+    pub(in crate::store) async fn sync(&self) -> Result<()> {
         let Some(db) = &self.db else { return Ok(()) };
         let ticket = self.tickets.fetch_add(1, Ordering::SeqCst) + 1;
         let mut flushed = self.flushed.lock().await;
@@ -64,7 +64,7 @@ impl Durable {
         Ok(())
     }
 
-    pub(super) fn flushes(&self) -> u64 {
+    pub(in crate::store) fn flushes(&self) -> u64 {
         self.flushes.load(Ordering::Relaxed)
     }
 }
