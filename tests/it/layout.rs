@@ -136,7 +136,7 @@ fn the_postgres_run_has_every_module_that_keeps_state() {
     // What these test is the config and the packaging around SQLite, a real model server
     // (slow), SQLite's own WAL flushes, or the edit pace the process keeps above the store,
     // not the store as both databases have it.
-    const SQLITE_ONLY: [&str; 6] = ["first_run", "packaging", "e2e_llama", "e2e_qwen", "outbox_flush", "outbox_pace"];
+    const SQLITE_ONLY: [&str; 6] = ["first_run", "packaging", "e2e_llama", "ai_qwen", "outbox_flush", "outbox_pace"];
     let mut stateful = vec!["support".to_owned()];
     for entry in std::fs::read_dir(tests.join("it")).expect("tests/it") {
         let path = entry.expect("entry").path();

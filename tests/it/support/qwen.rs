@@ -1,7 +1,7 @@
 //! Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, pinned by its hash in `scripts/install-qwen.sh`,
 //! installed into `target/qwen`) on the test suite's `llama-server`, with the model's own
 //! chat template: the instruction-tuned model an admin would try first on a small CPU.
-//! Its lane (`e2e_qwen`) and the answers benchmark (`tests/bench_answers`) start it.
+//! Its lane (`ai_qwen`) and the answers benchmark (`tests/bench_answers`) start it.
 
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
