@@ -299,6 +299,10 @@ pub const VOICE_FAILED: &str = "🎤 I couldn't make out your voice message: my 
 pub const VOICE_MISCONFIGURED: &str = "🎤 I couldn't make out your voice message: my connection to my \
      transcription service is misconfigured. The admin has been told; please type your question.";
 
+/// Told to the member when a call of the turn did something (a reminder set) and the
+/// model never said so in words it could post: short, and true.
+pub const DONE_UNSAID: &str = "Done.";
+
 /// What the member reads when the model gave no answer fit to post, after its corrections.
 pub const COULD_NOT_ANSWER: &str = "I couldn't put an answer together this time. Please ask again, perhaps in \
      other words.";

@@ -88,12 +88,11 @@ impl Review {
         }
         if reply.text.as_deref().is_none_or(|t| t.trim().is_empty()) && !posted(messages) && succeeded(messages) {
             // Nothing at all, after a call did something this turn (a reminder set): the
-            // member would not hear of it. Asked again; if it still says nothing, nothing
-            // is posted (an honest "I couldn't" would be false: the call was made).
-            return match self.correct(strings::CORRECT_EMPTY.to_owned(), "") {
-                Verdict::Replace(_) => Verdict::Show(String::new()),
-                correct => correct,
-            };
+            // member would not hear of it. Asked again; if it still says nothing, the member
+            // reads that it is done (an honest "I couldn't" would be false: the call was
+            // made; silence left a member who asked for a reminder not knowing, the Qwen
+            // lane in a CI run).
+            return self.correct(strings::CORRECT_EMPTY.to_owned(), strings::DONE_UNSAID);
         }
         if reply.text.as_deref().is_none_or(|t| t.trim().is_empty())
             && !posted(messages)
@@ -108,11 +107,8 @@ impl Review {
             // A call did something and the answer reads its result out ("The asker's
             // schedule id is 1 … to the member in the chat with room \"!Fc5…\"", the
             // answers benchmark's reminder): the model is told to say it in plain words;
-            // if it never does, nothing more is posted (the call was made).
-            return match self.correct(strings::CORRECT_TOOL_RESULT.to_owned(), "") {
-                Verdict::Replace(_) => Verdict::Show(String::new()),
-                correct => correct,
-            };
+            // if it never does, the member reads that it is done (the call was made).
+            return self.correct(strings::CORRECT_TOOL_RESULT.to_owned(), strings::DONE_UNSAID);
         }
         let echoed = repeats_a_correction(&text, messages);
         let repeated = repeats_an_earlier_answer(&text, messages);
@@ -125,7 +121,7 @@ impl Review {
         if strings::is_no_reply(&text) && !posted(messages) && corrected(messages) {
             // Told to answer, the model chose silence: the member asked and would get
             // nothing at all (the benchmark's weather question, after "please wait").
-            return Verdict::Replace(strings::COULD_NOT_ANSWER.to_owned());
+            return Verdict::Replace(unsaid(messages, strings::COULD_NOT_ANSWER).to_owned());
         }
         if strings::is_no_reply(&text) && !posted(messages) && self.dm && !told(messages, strings::CORRECT_SILENT) {
             // In a DM the member wrote to the persona, and silence leaves them with
@@ -152,10 +148,11 @@ impl Review {
             Some((strings::CORRECT_MEMBER_CANNOT_CALL.to_owned(), strings::COULD_NOT_ANSWER))
         } else if says_no_reply_bare(&text) && (!asked(messages).contains('?') || tried(messages)) {
             // Nothing is out yet: "No reply." would be posted as it is. Asked again, the
-            // model answers or writes the marker; if it never does, nothing is posted. (To
+            // model answers or writes the marker; if it never does, nothing is posted (or,
+            // after a call that did something, that it is done). (To
             // a question, "Did Bob write back?", it may be the answer; not after a call of
             // the turn, as the answers benchmark's weather: a refused call, then "No reply.")
-            Some((strings::CORRECT_BARE_NO_REPLY.to_owned(), strings::NO_REPLY))
+            Some((strings::CORRECT_BARE_NO_REPLY.to_owned(), unsaid(messages, strings::NO_REPLY)))
         } else if only_defers(&text) {
             Some((strings::CORRECT_DEFERRED.to_owned(), strings::COULD_NOT_ANSWER))
         } else {
@@ -255,6 +252,13 @@ fn tried(messages: &[Message]) -> bool {
 /// Whether a call of this turn did what it was asked (a result that is no error).
 fn succeeded(messages: &[Message]) -> bool {
     messages.iter().any(|m| matches!(m, Message::Tool { content, .. } if error_of(content).is_none()))
+}
+
+/// What the member reads instead of `sentence` when the turn would end with nothing
+/// posted: that it is done, when a call of the turn did something (a "couldn't" would be
+/// false, and silence leaves them not knowing), else `sentence`.
+fn unsaid<'a>(messages: &[Message], sentence: &'a str) -> &'a str {
+    if succeeded(messages) { strings::DONE_UNSAID } else { sentence }
 }
 
 /// Whether `answer` repeats richbot's words to the model: one of this turn's corrections,

@@ -8,7 +8,7 @@ use crate::agent::ToolCall;
 use serde_json::json;
 
 #[test]
-fn nothing_at_all_after_a_call_that_did_something_is_asked_again_then_left_unsaid() {
+fn nothing_at_all_after_a_call_that_did_something_is_asked_again_then_the_member_reads_it_is_done() {
     // The Qwen lane (2026-12-07): the reminder set, the model's answer was one token, the end.
     let set = [
         Message::User("@alice:x: Remind me in 30 seconds to stretch.".into()),
@@ -21,9 +21,13 @@ fn nothing_at_all_after_a_call_that_did_something_is_asked_again_then_left_unsai
     }
     assert_eq!(
         review.judge(&Reply::default(), &set, &tools()),
-        Verdict::Show(String::new()),
-        "never a false 'I couldn't'"
+        Verdict::Replace(strings::DONE_UNSAID.into()),
+        "never a false 'I couldn't', nor silence about a reminder set"
     );
+    // Silence the model chose ("[no reply]") stays its choice: richbot's own "say
+    // something" comes first in a DM, as for any answer.
+    let silent = reply(strings::NO_REPLY);
+    assert_eq!(Review::new(false).judge(&silent, &set, &tools()), Verdict::Show(strings::NO_REPLY.into()));
     // Nothing done, nothing said: as before, nothing posted.
     let asked = [Message::User("@alice:x: ok".into())];
     assert_eq!(Review::default().judge(&Reply::default(), &asked, &tools()), Verdict::Show(String::new()));
@@ -131,7 +135,11 @@ fn a_result_read_out_after_a_call_that_did_something_goes_back() {
             Verdict::Correct(strings::CORRECT_TOOL_RESULT.into())
         );
     }
-    assert_eq!(review.judge(&reply(read_out), &set, &tools()), Verdict::Show(String::new()), "the call was made");
+    assert_eq!(
+        review.judge(&reply(read_out), &set, &tools()),
+        Verdict::Replace(strings::DONE_UNSAID.into()),
+        "the call was made"
+    );
     let told = "I'll remind you to stretch at 18:31.";
     assert_eq!(Review::default().judge(&reply(told), &set, &tools()), Verdict::Show(told.into()));
     // With nothing done, a room id in an answer is the member's business (they asked about one).
